@@ -1,0 +1,166 @@
+"""Sphinx configuration of Effective PyTorch.
+
+The gallery (examples/ → auto_examples/) is executed at build time by sphinx-gallery;
+effpt.gallery holds the hooks it calls between examples.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import urllib.request
+from pathlib import Path
+
+from docutils import nodes
+
+import effpt
+from effpt.gallery import call_memory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+project = "Effective PyTorch"
+author = "The effpt developers"
+copyright = "2026, The effpt developers"
+release = effpt.__version__
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.intersphinx",
+    "sphinx.ext.mathjax",
+    "sphinx_copybutton",
+    "sphinx_gallery.gen_gallery",
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
+myst_enable_extensions = ["colon_fence", "deflist", "dollarmath"]
+myst_heading_anchors = 3
+
+# -- HTML ------------------------------------------------------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = "Effective PyTorch"
+html_static_path = ["_static"]
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+    "header_links_before_dropdown": 6,
+}
+html_show_sourcelink = False
+
+# -- autodoc ---------------------------------------------------------------------------
+autodoc_default_options = {"members": True, "show-inheritance": True}
+autodoc_member_order = "bysource"
+napoleon_numpy_docstring = True
+napoleon_google_docstring = False
+
+# -- intersphinx: on when the inventories can be fetched, off (one log line) when not --
+INVENTORIES = {
+    "python": ("https://docs.python.org/3", None),
+    "torch": ("https://docs.pytorch.org/docs/stable", None),
+    "numpy": ("https://numpy.org/doc/stable", None),
+    "matplotlib": ("https://matplotlib.org/stable", None),
+}
+
+
+def _inventories_reachable() -> tuple[bool, str]:
+    """EFFPT_INTERSPHINX=1/0 forces the choice; otherwise probe one inventory quickly."""
+    forced = os.environ.get("EFFPT_INTERSPHINX", "").strip().lower()
+    if forced in {"1", "on", "yes"}:
+        return True, "EFFPT_INTERSPHINX is on"
+    if forced in {"0", "off", "no"}:
+        return False, "EFFPT_INTERSPHINX is off"
+    url = INVENTORIES["python"][0] + "/objects.inv"
+    try:
+        request = urllib.request.Request(url, method="HEAD")
+        with urllib.request.urlopen(request, timeout=5):
+            return True, f"{url} is reachable"
+    except OSError as exc:
+        return False, f"{url} is unreachable ({getattr(exc, 'reason', exc)})"
+
+
+API_LINKS, _why = _inventories_reachable()
+intersphinx_mapping = INVENTORIES if API_LINKS else {}
+intersphinx_timeout = 10
+if not API_LINKS:
+    print(f"effpt: API links to Python/torch/NumPy/matplotlib docs are OFF: {_why}.")
+
+# Modules whose objects live in other projects' docs; offline, references to them are
+# rendered as plain code instead of failing the nitpicky build.
+EXTERNAL_ROOTS = {
+    "torch",
+    "numpy",
+    "np",
+    "matplotlib",
+    "collections",
+    "typing",
+    "pathlib",
+    "os",
+    "random",
+    "threading",
+    "warnings",
+    "dataclasses",
+    "statistics",
+    "json",
+    "tarfile",
+    "multiprocessing",
+    "io",
+    "PIL",
+}
+BUILTIN_NAMES = set(dir(builtins))
+
+
+def _offline_reference(app, env, node, contnode):  # noqa: ARG001  (Sphinx's signature)
+    """Resolve references to other projects' objects as unlinked code when offline."""
+    if API_LINKS or node.get("refdomain") != "py":
+        return None
+    target = node.get("reftarget", "")
+    root = target.split(".", 1)[0].lstrip("~")
+    if root in EXTERNAL_ROOTS or target in BUILTIN_NAMES:
+        return contnode if isinstance(contnode, nodes.Node) else None
+    return None
+
+
+# -- sphinx-gallery --------------------------------------------------------------------
+FAMILIES = ["basics", "broadcasting", "compilation", "numerics", "data", "amp"]
+EXAMPLES = ROOT / "examples"
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "ignore_pattern": r"__init__\.py",
+    # Reading order of the lesson families (paths relative to this folder).
+    "subsection_order": [f"../examples/{f}" for f in FAMILIES if (EXAMPLES / f).is_dir()],
+    "within_subsection_order": "effpt.gallery.ReadingOrder",
+    "nested_sections": True,
+    "image_srcset": ["2x"],
+    "remove_config_comments": True,
+    "doc_module": ("effpt",),
+    "backreferences_dir": "gen_modules/backreferences",
+    "show_memory": call_memory,
+    "reset_modules": ("matplotlib", "effpt.gallery.reset_state"),
+    "reset_modules_order": "both",
+    "first_notebook_cell": (
+        "# Needs torch, matplotlib and numpy; pages that import effpt also need\n"
+        "# `pip install effpt` (or `pip install -e .` in a clone of the site's repository).\n"
+        "%matplotlib inline"
+    ),
+    "abort_on_example_error": False,
+    "only_warn_on_example_error": False,
+    "matplotlib_animations": False,
+    "min_reported_time": 0,
+    "capture_repr": ("__repr__",),
+    "plot_gallery": "True",
+}
+
+# sphinx_gallery_conf holds a function (show_memory), which Sphinx cannot pickle into
+# its environment cache; that is expected and harmless.
+suppress_warnings = ["config.cache"]
+
+nitpicky = True
+
+
+def setup(app):
+    app.connect("missing-reference", _offline_reference)

@@ -1,0 +1,182 @@
+"""Sessions that build, test and lint Effective PyTorch.
+
+Every install goes through ``constraints.txt`` so that a build is reproducible and
+torch is pinned (on a CPU machine the pin takes the CPU wheel, on a GPU runner the
+CUDA one). Virtual environments are reused: a session reinstalls only when
+``pyproject.toml`` or ``constraints.txt`` changed since its last install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.4.15"
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests", "docs"]
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+CONSTRAINTS = ROOT / "constraints.txt"
+DOCS = ROOT / "docs"
+BUILD = DOCS / "_build"
+
+
+def install(session: nox.Session, *groups: str, editable: bool = True) -> None:
+    """Install effpt and dependency groups under the constraints, unless already done.
+
+    A marker in the virtual environment holds a hash of what was installed, so a
+    second run of an unchanged session skips pip entirely (seconds, not minutes).
+    """
+    requirements = [
+        req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)
+    ]
+    digest = hashlib.sha256()
+    for path in (CONSTRAINTS, ROOT / "pyproject.toml"):
+        digest.update(path.read_bytes())
+    digest.update(repr((groups, editable)).encode())
+    marker = Path(session.virtualenv.location) / ".effpt-installed"
+    if marker.is_file() and marker.read_text() == digest.hexdigest():
+        session.log("Dependencies unchanged since the last install: skipping pip.")
+        return
+    package = ["-e", "."] if editable else ["."]
+    session.install("-c", str(CONSTRAINTS), *package, *requirements)
+    marker.write_text(digest.hexdigest())
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Run ruff's linter and check formatting (fix locally with ``nox -s fmt``)."""
+    _install_tools(session, "lint")
+    session.run("ruff", "check", ".", *session.posargs)
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(default=False)
+def fmt(session: nox.Session) -> None:
+    """Apply ruff's fixes and formatting in place."""
+    _install_tools(session, "lint")
+    session.run("ruff", "check", "--fix", ".")
+    session.run("ruff", "format", ".")
+
+
+def _install_tools(session: nox.Session, group: str) -> None:
+    """Install a tool-only group (no effpt, no torch) under the constraints."""
+    requirements = nox.project.dependency_groups(PYPROJECT, group)
+    marker = Path(session.virtualenv.location) / ".effpt-installed"
+    key = hashlib.sha256(CONSTRAINTS.read_bytes() + repr(requirements).encode()).hexdigest()
+    if marker.is_file() and marker.read_text() == key:
+        session.log("Tools unchanged since the last install: skipping pip.")
+        return
+    session.install("-c", str(CONSTRAINTS), *requirements)
+    marker.write_text(key)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run unit tests, doctests of src/effpt, and every gallery script as plain ``python``.
+
+    Pass pytest options after ``--``, e.g. ``nox -s tests -- -m "not gallery"`` to
+    skip the gallery scripts or ``-k autograd`` to run one of them.
+    """
+    install(session, "test")
+    session.run("pytest", *session.posargs, env={"MPLBACKEND": "Agg"})
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Build the HTML site into docs/_build/html, executing every example.
+
+    Options after ``--``:
+
+    * ``--no-exec``: build without running examples (for prose edits);
+    * ``--example NAME``: execute only the examples whose file name contains NAME,
+      e.g. ``nox -s docs -- --example fitting_a_curve``;
+    * anything else is passed to ``sphinx-build``.
+
+    Warnings are errors (``-W --keep-going -n``), so a broken reference fails the build,
+    and so does any example that raises.
+    """
+    install(session, "docs")
+    args = list(session.posargs)
+    extra: list[str] = []
+    if "--no-exec" in args:
+        args.remove("--no-exec")
+        extra += ["-D", "plot_gallery=0"]
+    if "--example" in args:
+        i = args.index("--example")
+        name = args[i + 1]
+        del args[i : i + 2]
+        extra += ["-D", f"sphinx_gallery_conf.filename_pattern=/plot_.*{name}"]
+    session.run(
+        "sphinx-build",
+        "-b",
+        "html",
+        "-W",
+        "--keep-going",
+        "-n",
+        "-j",
+        "1",
+        *extra,
+        *args,
+        str(DOCS),
+        str(BUILD / "html"),
+        env={"MPLBACKEND": "Agg"},
+    )
+    session.log(f"Open {BUILD / 'html' / 'index.html'} in a browser.")
+
+
+@nox.session(default=False)
+def linkcheck(session: nox.Session) -> None:
+    """Check links: internal ones must resolve; external ones are reported, not required.
+
+    Examples are not executed. The report is docs/_build/linkcheck/output.txt.
+    """
+    install(session, "docs")
+    session.run(
+        "sphinx-build",
+        "-b",
+        "linkcheck",
+        "-D",
+        "plot_gallery=0",
+        *session.posargs,
+        str(DOCS),
+        str(BUILD / "linkcheck"),
+        env={"EFFPT_LINKCHECK": "1"},
+    )
+
+
+@nox.session(default=False)
+def serve(session: nox.Session) -> None:
+    """Live preview at http://127.0.0.1:8000 that rebuilds when a page or example changes."""
+    install(session, "serve")
+    session.run(
+        "sphinx-autobuild",
+        "--host",
+        "127.0.0.1",
+        "--watch",
+        str(ROOT / "examples"),
+        "--watch",
+        str(ROOT / "src"),
+        "--ignore",
+        str(DOCS / "auto_examples"),
+        "--ignore",
+        str(DOCS / "gen_modules"),
+        *session.posargs,
+        str(DOCS),
+        str(BUILD / "html"),
+        env={"MPLBACKEND": "Agg"},
+    )
+
+
+@nox.session(default=False)
+def clean(session: nox.Session) -> None:
+    """Remove the built site and the generated gallery, forcing every example to run again."""
+    for path in (BUILD, DOCS / "auto_examples", DOCS / "gen_modules"):
+        if path.exists():
+            session.log(f"Removing {path}")
+            shutil.rmtree(path)

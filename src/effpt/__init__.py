@@ -1,0 +1,16 @@
+"""Shared code of Effective PyTorch.
+
+The gallery pages teach; this package holds what several of them share and what
+worker processes must be able to import. Each module covers one concern:
+
+* :mod:`effpt.device`: which device and autocast dtype to use, and a one-line stamp
+  of the hardware and versions that produced a page.
+* :mod:`effpt.bench`: timing that is correct on every device, and records of it.
+* :mod:`effpt.gallery`: the hooks sphinx-gallery calls between examples.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,158 @@
+"""Which device a page runs on, which autocast dtype suits it, and a stamp of both.
+
+Every gallery page starts from :func:`pick_device`, so the whole site moves from a
+laptop to a GPU runner without edits. The environment variable ``EFFPT_DEVICE``
+overrides the automatic choice, e.g. ``EFFPT_DEVICE=cpu`` on a machine with a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+__all__ = ["DEVICE_CHOICES", "autocast_dtype", "describe", "device_from_name", "pick_device"]
+
+#: Names accepted by :func:`device_from_name` and the ``EFFPT_DEVICE`` variable.
+DEVICE_CHOICES = ("auto", "cuda", "mps", "cpu")
+ENV_VAR = "EFFPT_DEVICE"
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+def device_from_name(name: str) -> torch.device:
+    """Return the device that ``name`` asks for.
+
+    ``"auto"`` takes the first available of CUDA, MPS and CPU. Asking for a device this
+    machine lacks raises :class:`RuntimeError` rather than silently falling back.
+
+    Examples
+    --------
+    >>> device_from_name("cpu")
+    device(type='cpu')
+    >>> device_from_name("gpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: device name 'gpu' is not one of 'auto', 'cuda', 'mps', 'cpu'
+    """
+    if not isinstance(name, str):
+        msg = f"device name must be a str, got {type(name).__name__}"
+        raise TypeError(msg)
+    key = name.strip().lower()
+    if key not in DEVICE_CHOICES:
+        choices = ", ".join(repr(c) for c in DEVICE_CHOICES)
+        msg = f"device name {name!r} is not one of {choices}"
+        raise ValueError(msg)
+    if key == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if _mps_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if key == "cuda" and not torch.cuda.is_available():
+        msg = "device 'cuda' was asked for, but torch.cuda.is_available() is False"
+        raise RuntimeError(msg)
+    if key == "mps" and not _mps_available():
+        msg = "device 'mps' was asked for, but torch.backends.mps.is_available() is False"
+        raise RuntimeError(msg)
+    return torch.device(key)
+
+
+def pick_device() -> torch.device:
+    """Return the device pages run on: ``$EFFPT_DEVICE`` if set, else the best available.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["EFFPT_DEVICE"] = "cpu"
+    >>> pick_device()
+    device(type='cpu')
+    >>> os.environ["EFFPT_DEVICE"] = "tpu"
+    >>> pick_device()
+    Traceback (most recent call last):
+    ...
+    ValueError: EFFPT_DEVICE='tpu' is not valid: device name 'tpu' is not one of 'auto', 'cuda', 'mps', 'cpu'
+    >>> del os.environ["EFFPT_DEVICE"]
+    """
+    name = os.environ.get(ENV_VAR, "auto")
+    try:
+        return device_from_name(name)
+    except ValueError as exc:
+        msg = f"{ENV_VAR}={name!r} is not valid: {exc}"
+        raise ValueError(msg) from None
+
+
+def autocast_dtype(device: torch.device | str) -> torch.dtype:
+    """Return the low-precision dtype that autocast should use on ``device``.
+
+    float16 on CUDA and MPS (fast tensor cores, needs a gradient scaler), bfloat16 on
+    CPU (float32's range, no scaler needed, supported by CPU autocast).
+
+    Examples
+    --------
+    >>> autocast_dtype("cpu")
+    torch.bfloat16
+    >>> autocast_dtype(torch.device("cuda"))
+    torch.float16
+    """
+    kind = torch.device(device).type
+    if kind in ("cuda", "mps"):
+        return torch.float16
+    if kind == "cpu":
+        return torch.bfloat16
+    msg = f"no autocast dtype is known for device type {kind!r}; expected cuda, mps or cpu"
+    raise ValueError(msg)
+
+
+def torch_version() -> str:
+    """Return torch's version without the local build label (``2.13.0+cpu`` → ``2.13.0``).
+
+    Examples
+    --------
+    >>> torch_version().count(".") >= 2
+    True
+    """
+    return torch.__version__.split("+", 1)[0]
+
+
+def _cpu_name() -> str:
+    """The CPU's model name where Linux tells it, else the architecture."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def describe(device: torch.device | str | None = None) -> str:
+    """Return one line naming the hardware and versions, for stamping pages and records.
+
+    For example ``"NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch 2.13.0"`` or
+    ``"x86_64 CPU (AMD EPYC 9B14), 2 threads · torch 2.13.0"``.
+
+    Examples
+    --------
+    >>> line = describe("cpu")
+    >>> "CPU" in line and f"{torch.get_num_threads()} threads" in line
+    True
+    >>> line.endswith(f"· torch {torch_version()}")
+    True
+    """
+    dev = pick_device() if device is None else torch.device(device)
+    if dev.type == "cuda":
+        name = torch.cuda.get_device_name(dev)
+        return f"{name} · CUDA {torch.version.cuda} · torch {torch_version()}"
+    if dev.type == "mps":
+        return f"Apple {platform.machine()} GPU (MPS) · torch {torch_version()}"
+    threads = torch.get_num_threads()
+    model = _cpu_name()
+    arch = platform.machine()
+    label = f"{arch} CPU" if model in ("", arch) else f"{arch} CPU ({model})"
+    return f"{label}, {threads} threads · torch {torch_version()}"

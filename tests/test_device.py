@@ -1,0 +1,70 @@
+"""effpt.device: the device choice, its override, and the stamp."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from effpt import device as dev
+
+
+def test_env_override_selects_cpu(monkeypatch):
+    monkeypatch.setenv("EFFPT_DEVICE", "CPU ")
+    assert dev.pick_device() == torch.device("cpu")
+
+
+def test_auto_prefers_cuda_then_mps_then_cpu(monkeypatch):
+    monkeypatch.delenv("EFFPT_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(dev, "_mps_available", lambda: True)
+    assert dev.pick_device() == torch.device("mps")
+    monkeypatch.setattr(dev, "_mps_available", lambda: False)
+    assert dev.pick_device() == torch.device("cpu")
+
+
+def test_misspelt_env_lists_the_valid_names(monkeypatch):
+    monkeypatch.setenv("EFFPT_DEVICE", "cdua")
+    with pytest.raises(ValueError, match="EFFPT_DEVICE='cdua'") as info:
+        dev.pick_device()
+    for name in dev.DEVICE_CHOICES:
+        assert repr(name) in str(info.value)
+
+
+def test_missing_device_is_loud_not_a_fallback(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match="cuda"):
+        dev.device_from_name("cuda")
+
+
+def test_non_string_name_raises_type_error():
+    with pytest.raises(TypeError, match="int"):
+        dev.device_from_name(0)
+
+
+@pytest.mark.parametrize(
+    ("name", "dtype"),
+    [("cpu", torch.bfloat16), ("cuda", torch.float16), ("mps", torch.float16)],
+)
+def test_autocast_dtype(name, dtype):
+    assert dev.autocast_dtype(name) is dtype
+
+
+def test_autocast_dtype_unknown_device():
+    with pytest.raises(ValueError, match="'meta'"):
+        dev.autocast_dtype("meta")
+
+
+def test_describe_cpu_names_threads_and_torch(monkeypatch):
+    monkeypatch.setattr(dev, "_cpu_name", lambda: "Test CPU 9000")
+    line = dev.describe("cpu")
+    assert "Test CPU 9000" in line
+    assert f"{torch.get_num_threads()} threads" in line
+    assert line.endswith(f" · torch {dev.torch_version()}")
+    assert "+" not in dev.torch_version()
+
+
+def test_describe_cuda_uses_the_gpu_name(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    line = dev.describe(torch.device("cuda"))
+    assert line == f"NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch {dev.torch_version()}"

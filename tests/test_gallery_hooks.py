@@ -1,0 +1,94 @@
+"""effpt.gallery: what is reset between examples, memory measurement, reading order."""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from effpt import bench, gallery
+
+
+@pytest.fixture
+def conf(tmp_path):
+    return {"src_dir": str(tmp_path), "gallery_dirs": ["auto_examples"]}
+
+
+def test_reset_restores_global_torch_state(conf):
+    threads = torch.get_num_threads()
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.autograd.set_detect_anomaly(True)
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    torch.set_printoptions(precision=1)
+    try:
+        gallery.reset_state(conf, "plot_x.py", when="before")
+        assert torch.get_default_dtype() is torch.float32
+        assert torch.is_grad_enabled()
+        assert not torch.is_anomaly_enabled()
+        assert not torch.are_deterministic_algorithms_enabled()
+        assert torch.get_num_threads() == gallery._BUILD_THREADS
+        assert "1.2346" in repr(torch.tensor([1.23456789]))
+    finally:
+        gallery.reset_state(conf, "plot_x.py", when="after")
+        torch.set_num_threads(threads)
+
+
+def test_reset_makes_every_seed_deterministic(conf):
+    draws = []
+    for _ in range(2):
+        gallery.reset_state(conf, None)
+        draws.append((torch.rand(1).item(), np.random.rand()))  # noqa: NPY002
+        gallery.reset_state(conf, None, when="after")
+    assert draws[0] == draws[1]
+
+
+def test_deprecations_are_errors_inside_and_restored_after(conf):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gallery.reset_state(conf, "plot_x.py")
+        with pytest.raises(FutureWarning):
+            warnings.warn("going away", FutureWarning, stacklevel=1)
+        gallery.reset_state(conf, "plot_x.py", when="after")
+        warnings.warn("ignored again", FutureWarning, stacklevel=1)  # no error
+
+
+def test_records_file_is_named_then_cleared(conf):
+    gallery.reset_state(conf, "plot_timing.py")
+    path = os.environ[bench.RECORDS_ENV]
+    assert path.endswith(os.path.join("auto_examples", "_records", "plot_timing.jsonl"))
+    bench.compare("t", {"a": lambda: None}, device="cpu", repeats=1, show=False)
+    gallery.reset_state(conf, "plot_timing.py", when="after")
+    assert bench.RECORDS_ENV not in os.environ
+    with open(path, encoding="utf-8") as f:
+        assert '"variant": "a"' in f.read()
+
+
+def test_call_memory_sees_a_large_allocation():
+    def allocate():
+        block = torch.ones(64 * 2**20, dtype=torch.uint8)  # 64 MiB, touched
+        return int(block[::4096].sum())
+
+    base, _ = gallery.call_memory(lambda: None)
+    peak, value = gallery.call_memory(allocate)
+    assert value == 64 * 2**20 // 4096
+    assert peak - base > 32
+
+
+def test_reading_order_follows_the_header(tmp_path):
+    (tmp_path / "GALLERY_HEADER.rst").write_text(
+        "Title\n-----\n\nText.\n\n.. reading order:\n   plot_b.py\n   plot_a.py\n"
+    )
+    key = gallery.ReadingOrder(str(tmp_path))
+    assert sorted(["x/plot_a.py", "x/plot_b.py"], key=key) == ["x/plot_b.py", "x/plot_a.py"]
+    with pytest.raises(ValueError, match=r"plot_c\.py is not listed"):
+        key("x/plot_c.py")
+
+
+def test_reading_order_without_a_list_sorts_by_name(tmp_path):
+    key = gallery.ReadingOrder(str(tmp_path))
+    assert sorted(["plot_b.py", "plot_a.py"], key=key) == ["plot_a.py", "plot_b.py"]
