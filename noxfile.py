@@ -1,3 +1,7 @@
+#!/usr/bin/env -S uv run --script
+# /// script
+# dependencies = ["nox>=2024.4.15"]
+# ///
 """Sessions that build, test and lint Effective PyTorch.
 
 Every install goes through ``constraints.txt`` so that a build is reproducible and
@@ -17,7 +21,6 @@ import nox
 nox.needs_version = ">=2024.4.15"
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_venv = "yes"
-nox.options.sessions = ["lint", "tests", "docs"]
 
 ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
@@ -180,3 +183,7 @@ def clean(session: nox.Session) -> None:
         if path.exists():
             session.log(f"Removing {path}")
             shutil.rmtree(path)
+
+
+if __name__ == "__main__":
+    nox.main()
