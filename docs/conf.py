@@ -162,5 +162,11 @@ suppress_warnings = ["config.cache"]
 nitpicky = True
 
 
+# -- linkcheck: external links are reported, not required (an offline run says "broken") --
+linkcheck_timeout = 5
+linkcheck_retries = 1
+linkcheck_workers = 8
+
+
 def setup(app):
     app.connect("missing-reference", _offline_reference)
