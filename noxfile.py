@@ -168,6 +168,38 @@ def linkcheck(session: nox.Session) -> None:
     session.log(f"{len(rows)} links checked; internal links all resolve.")
 
 
+AXE_CORE = "axe-core@4.14.1"
+
+
+@nox.session(default=False)
+def browser(session: nox.Session) -> None:
+    """Open the built site in headless Chromium: console errors, requests, images, axe-core.
+
+    Needs a build from ``nox -s docs`` and Debian's ``chromium`` and ``chromium-driver``
+    (``.ci/run`` installs them). Screenshots land in docs/_build/screenshots.
+    """
+    site = BUILD / "html"
+    if not (site / "index.html").is_file():
+        session.error("No built site in docs/_build/html: run `nox -s docs` first.")
+    for binary in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
+        if not Path(binary).exists():
+            session.error(f"{binary} is missing: apt-get install -y chromium chromium-driver")
+    _install_tools(session, "browser")
+    axe_dir = Path(session.virtualenv.location) / "axe"
+    axe_js = axe_dir / "node_modules" / "axe-core" / "axe.min.js"
+    if not axe_js.is_file():
+        session.run(
+            "npm", "install", "--no-save", "--prefix", str(axe_dir), AXE_CORE, external=True
+        )
+    session.run(
+        "python",
+        str(DOCS / "_tools" / "browser_check.py"),
+        str(site),
+        str(axe_js),
+        str(BUILD / "screenshots"),
+    )
+
+
 @nox.session(default=False)
 def serve(session: nox.Session) -> None:
     """Live preview at http://127.0.0.1:8000 that rebuilds when a page or example changes."""

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import builtins
 import os
+import sys
 import urllib.request
+from datetime import datetime, timezone
 from pathlib import Path
 
 from docutils import nodes
 
 import effpt
+from effpt.device import describe
 from effpt.gallery import call_memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,12 +34,18 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
+    "effpt_site",
 ]
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
-myst_enable_extensions = ["colon_fence", "deflist", "dollarmath"]
+myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
+
+# One line on the landing page: which machine built this copy, when, with which torch.
+BUILD_STAMP = f"*This copy was built on {datetime.now(timezone.utc):%Y-%m-%d} by {describe()}.*"
+myst_substitutions = {"build_stamp": BUILD_STAMP}
 
 # -- HTML ------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
@@ -48,6 +57,9 @@ html_theme_options = {
     "header_links_before_dropdown": 6,
 }
 html_show_sourcelink = False
+html_context = {"default_mode": "auto"}
+html_favicon = "_static/favicon.svg"
+html_last_updated_fmt = "%Y-%m-%d"
 
 # -- autodoc ---------------------------------------------------------------------------
 autodoc_default_options = {"members": True, "show-inheritance": True}
@@ -126,13 +138,16 @@ def _offline_reference(app, env, node, contnode):  # noqa: ARG001  (Sphinx's sig
 FAMILIES = ["basics", "broadcasting", "compilation", "numerics", "data", "amp"]
 EXAMPLES = ROOT / "examples"
 
+#: The lesson families present, in reading order (effpt_site reads this too).
+effpt_families = [f for f in FAMILIES if (EXAMPLES / f).is_dir()]
+
 sphinx_gallery_conf = {
     "examples_dirs": "../examples",
     "gallery_dirs": "auto_examples",
     "filename_pattern": r"/plot_",
     "ignore_pattern": r"__init__\.py",
     # Reading order of the lesson families (paths relative to this folder).
-    "subsection_order": [f"../examples/{f}" for f in FAMILIES if (EXAMPLES / f).is_dir()],
+    "subsection_order": [f"../examples/{f}" for f in effpt_families],
     "within_subsection_order": "effpt.gallery.ReadingOrder",
     "nested_sections": True,
     "image_srcset": ["2x"],
@@ -152,7 +167,9 @@ sphinx_gallery_conf = {
     "matplotlib_animations": False,
     "min_reported_time": 0,
     "capture_repr": ("__repr__",),
-    "plot_gallery": "True",
+    # sphinx-gallery's own timing pages load scripts from CDNs; execution_times.md
+    # shows the same figures without them.
+    "write_computation_times": False,
 }
 
 # sphinx_gallery_conf holds a function (show_memory), which Sphinx cannot pickle into
@@ -160,6 +177,10 @@ sphinx_gallery_conf = {
 suppress_warnings = ["config.cache"]
 
 nitpicky = True
+
+# Examples deliberately not executed by this build, with the reason shown on the page.
+# Any other example that reports zero execution time fails the build.
+effpt_not_executed: dict[str, str] = {}
 
 
 # -- linkcheck: external links are reported, not required (an offline run says "broken") --

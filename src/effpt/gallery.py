@@ -9,6 +9,7 @@ one place, so a reader can see what a page may rely on.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
@@ -16,6 +17,7 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +25,21 @@ import numpy as np
 import torch
 
 from effpt.bench import RECORDS_ENV
+from effpt.device import describe
 
 __all__ = [
     "RESET_STATE",
     "SEED",
+    "STAMP_SUFFIX",
     "ReadingOrder",
     "apply_warning_policy",
     "call_memory",
     "records_dir",
     "reset_state",
 ]
+
+#: Suffix of the file, beside an example's records, saying when and where it last ran.
+STAMP_SUFFIX = ".stamp.json"
 
 #: The seed every example starts from (the page still sets its own, visibly).
 SEED = 0
@@ -100,8 +107,9 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     """sphinx-gallery ``reset_modules`` hook: restore everything in :data:`RESET_STATE`.
 
     Before an example it also names the file that :func:`effpt.bench.compare` appends
-    records to (emptied, since the example is about to measure afresh); after it, the
-    build's own warning filters come back.
+    records to (emptied, since the example is about to measure afresh) and writes a
+    stamp of when and on which machine the example ran; after it, the build's own
+    warning filters come back.
 
     Examples
     --------
@@ -142,9 +150,15 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     if fname is not None:
         folder = records_dir(gallery_conf)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{Path(fname).stem}.jsonl"
+        stem = Path(fname).stem
+        path = folder / f"{stem}.jsonl"
         path.write_text("", encoding="utf-8")
         os.environ[RECORDS_ENV] = str(path)
+        stamp = {
+            "executed_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": describe(),
+        }
+        (folder / f"{stem}{STAMP_SUFFIX}").write_text(json.dumps(stamp), encoding="utf-8")
 
 
 def _rss_bytes() -> int:

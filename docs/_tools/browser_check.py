@@ -1,0 +1,197 @@
+"""Open the built site in headless Chromium as a reader would, and fail on what they'd hit.
+
+For every page (landing, each gallery page, API reference, measurements, explanations)
+it fails on: a console error, a failed request, a request to any host but the local
+server, an image that did not decode, a page heavier than the budget, and serious or
+critical accessibility violations found by axe-core. It also searches for "broadcast"
+and expects the broadcasting page among the results. Screenshots are saved for review.
+
+Usage: python browser_check.py SITE_DIR AXE_JS SCREENSHOT_DIR
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
+
+PAGE_BUDGET_BYTES = 1_500_000
+SERIOUS = {"serious", "critical"}
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--window-size=1280,900",
+]
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: ARG002  (http.server's signature)
+        return
+
+
+def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
+    handler = functools.partial(QuietHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def make_driver() -> webdriver.Chrome:
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir=/tmp/effpt-chromium-{time.time_ns()}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+
+
+def network_problems(driver, base: str) -> tuple[list[str], int]:
+    """Requests to other hosts, failed or non-2xx/3xx requests, and bytes transferred."""
+    problems, total = [], 0
+    urls = {}
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        method, params = message["method"], message.get("params", {})
+        if method == "Network.requestWillBeSent":
+            url = params["request"]["url"]
+            urls[params["requestId"]] = url
+            if urlparse(url).scheme in {"http", "https", "ws", "wss"} and not url.startswith(base):
+                problems.append(f"request to another host: {url}")
+        elif method == "Network.responseReceived" and params["response"]["status"] >= 400:
+            problems.append(f"HTTP {params['response']['status']}: {params['response']['url']}")
+        elif method == "Network.loadingFailed" and not params.get("canceled"):
+            url = urls.get(params["requestId"], "?")
+            problems.append(f"failed request: {url} ({params.get('errorText')})")
+        elif method == "Network.loadingFinished":
+            total += int(params.get("encodedDataLength", 0))
+    return problems, total
+
+
+BROKEN_IMAGES_JS = """
+window.scrollTo(0, document.body.scrollHeight);
+return Array.from(document.images)
+  .filter(img => !img.complete || img.naturalWidth === 0)
+  .map(img => img.currentSrc || img.src);
+"""
+
+AXE_JS = """
+const done = arguments[arguments.length - 1];
+axe.run(document, {resultTypes: ['violations']})
+  .then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+                                          nodes: v.nodes.length,
+                                          target: v.nodes[0] && v.nodes[0].target}))))
+  .catch(e => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: 0}]));
+"""
+
+
+def check_page(driver, base: str, path: str, axe_source: str) -> tuple[list[str], list[dict]]:
+    driver.get(f"{base}/{path}")
+    WebDriverWait(driver, 30).until(
+        lambda d: d.execute_script("return document.readyState") == "complete"
+    )
+    time.sleep(0.3)  # late scripts (search index, theme) settle
+    problems = [
+        f"console: {e['message']}" for e in driver.get_log("browser") if e["level"] == "SEVERE"
+    ]
+    broken = driver.execute_script(BROKEN_IMAGES_JS)
+    time.sleep(0.3)
+    broken = driver.execute_script(BROKEN_IMAGES_JS)  # after lazy images had a chance
+    problems += [f"image did not decode: {src}" for src in broken]
+    net, size = network_problems(driver, base)
+    problems += net
+    if size > PAGE_BUDGET_BYTES:
+        problems.append(f"page weighs {size / 1e6:.2f} MB (budget {PAGE_BUDGET_BYTES / 1e6} MB)")
+    driver.execute_script(axe_source)
+    violations = driver.execute_async_script(AXE_JS)
+    problems += [
+        f"axe {v['impact']}: {v['id']} ({v['help']}), {v['nodes']} node(s), e.g. {v['target']}"
+        for v in violations
+        if v["impact"] in SERIOUS
+    ]
+    return problems, violations
+
+
+def check_search(driver, base: str) -> list[str]:
+    driver.get(f"{base}/search.html?q=broadcast")
+    try:
+        WebDriverWait(driver, 30).until(
+            lambda d: d.execute_script(
+                "return Array.from(document.querySelectorAll('#search-results a'))"
+                ".some(a => a.href.includes('broadcasting'))"
+            )
+        )
+    except Exception:  # noqa: BLE001  (turned into a readable failure)
+        return ["search for 'broadcast' did not list a broadcasting page"]
+    return []
+
+
+def main() -> int:
+    site, axe_js, shots = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    shots.mkdir(parents=True, exist_ok=True)
+    pages = ["index.html", "measurements.html", "api/index.html"]
+    pages += sorted(str(p.relative_to(site)) for p in (site / "api").glob("*.html"))
+    pages += sorted(str(p.relative_to(site)) for p in (site / "explanations").glob("*.html"))
+    pages += sorted(str(p.relative_to(site)) for p in (site / "auto_examples").rglob("*.html"))
+    pages = list(dict.fromkeys(pages))
+    axe_source = axe_js.read_text(encoding="utf-8")
+    server, base = serve(site)
+    driver = make_driver()
+    failures: dict[str, list[str]] = {}
+    all_violations: dict[str, int] = {}
+    try:
+        for path in pages:
+            problems, violations = check_page(driver, base, path, axe_source)
+            for v in violations:
+                all_violations[f"{v['impact']}: {v['id']}"] = (
+                    all_violations.get(f"{v['impact']}: {v['id']}", 0) + 1
+                )
+            if problems:
+                failures[path] = problems
+            print(f"{'FAIL' if problems else 'ok  '} {path}", flush=True)
+        first_example = next((p for p in pages if "/plot_" in p), None)
+        for name, path in [
+            ("landing", "index.html"),
+            ("measurements", "measurements.html"),
+            ("gallery-page", first_example),
+        ]:
+            if path:
+                driver.get(f"{base}/{path}")
+                driver.save_screenshot(str(shots / f"{name}.png"))
+        search = check_search(driver, base)
+        driver.save_screenshot(str(shots / "search.png"))
+        if search:
+            failures["search.html"] = search
+        print(f"{'FAIL' if search else 'ok  '} search for 'broadcast'")
+    finally:
+        driver.quit()
+        server.shutdown()
+    print(f"\n{len(pages)} pages checked; screenshots in {shots}")
+    if all_violations:
+        print("axe-core findings (all impacts; pages affected):")
+        for key, count in sorted(all_violations.items()):
+            print(f"  {key}: {count}")
+    for path, problems in failures.items():
+        print(f"\n{path}:")
+        for problem in problems:
+            print(f"  - {problem}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
