@@ -156,8 +156,9 @@ def cross_entropy(
     dim : int
         The class dimension (negative counts from the end). Note that
         :func:`torch.nn.functional.cross_entropy` uses dimension 1 of batched input.
-    reduction : {"mean", "sum", "none"}
-        Average or add the per-example losses, or return them with ``dim`` removed.
+    reduction : str
+        ``"mean"`` or ``"sum"`` of the per-example losses, or ``"none"`` to return them
+        (the shape of ``logits`` with ``dim`` removed).
 
     Returns
     -------
