@@ -54,10 +54,16 @@ def install(session: nox.Session, *groups: str, editable: bool = True) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Run ruff's linter and check formatting (fix locally with ``nox -s fmt``)."""
+    """Ruff lint and format check; the workflows against GitHub's schema and zizmor.
+
+    Fix formatting locally with ``nox -s fmt``. Both workflow checks run offline.
+    """
     _install_tools(session, "lint")
     session.run("ruff", "check", ".", *session.posargs)
     session.run("ruff", "format", "--check", ".")
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *workflows)
+    session.run("zizmor", "--offline", "--persona", "auditor", *workflows)
 
 
 @nox.session(default=False)

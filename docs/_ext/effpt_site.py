@@ -409,6 +409,17 @@ def _fix_accessibility(app, exception) -> None:
             page.write_text(text, encoding="utf-8")
 
 
+# -- no math markup: MathJax would be fetched from a CDN, and it outweighs a page --------
+def _forbid_math(app, doctree) -> None:
+    if next(iter(doctree.findall(lambda n: isinstance(n, (nodes.math, nodes.math_block)))), None):
+        docname = app.env.docname
+        msg = (
+            f"{docname}: uses math markup, which would make the page load MathJax from a "
+            "CDN; write formulas in Unicode or as code (x², log₂ n, ``exp(x)``)"
+        )
+        raise ExtensionError(msg)
+
+
 # -- minigalleries in the API reference ------------------------------------------------
 def _add_minigallery(app, what, name, obj, options, lines):  # noqa: ARG001
     if what in {"function", "class"} and name.startswith("effpt."):
@@ -428,6 +439,7 @@ def setup(app):
     app.add_directive("effpt-measurements", MeasurementsDirective)
     app.add_directive("effpt-execution-times", ExecutionTimesDirective)
     app.connect("build-finished", _fix_accessibility)
+    app.connect("doctree-read", _forbid_math)
     app.connect("source-read", _freshness)
     app.connect("autodoc-process-docstring", _add_minigallery)
     app.add_css_file("effpt.css")

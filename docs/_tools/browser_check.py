@@ -58,7 +58,13 @@ def make_driver() -> webdriver.Chrome:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir=/tmp/effpt-chromium-{time.time_ns()}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    return webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    # Drop what Chromium's own start-up page logged before the first page of the site.
+    driver.get("about:blank")
+    time.sleep(0.5)
+    driver.get_log("performance")
+    driver.get_log("browser")
+    return driver
 
 
 def network_problems(driver, base: str) -> tuple[list[str], int]:

@@ -185,11 +185,11 @@ assert (torch.tensor(256.0, dtype=torch.float16) + 1).item() == 257.0
 # %%
 # Accumulation error: how you add matters
 # ---------------------------------------
-# Add 0.1 to a float32 total :math:`2^{14}` times in a Python loop, as a training loop
+# Add 0.1 to a float32 total 2¹⁴ times in a Python loop, as a training loop
 # does that keeps ``running_loss += loss`` in a float32 tensor. Each addition rounds the total, and because the total
 # is the same size each time the rounding errors push the same way. :func:`torch.sum`
 # adds in a tree (a pairwise, blocked reduction), so each value meets only about
-# :math:`\log_2 n` roundings. The reference is the float64 sum of the same float32 values.
+# log₂ n roundings. The reference is the float64 sum of the same float32 values.
 n_loop = 2**14
 tenths = torch.full((n_loop,), 0.1)  # float32
 
@@ -211,7 +211,7 @@ assert sum_error < 4 * eps, sum_error
 
 # %%
 # To see the trend we need the running total after every addition, for up to
-# :math:`2^{24}` values. A Python loop that long would take minutes, but NumPy's
+# 2²⁴ values. A Python loop that long would take minutes, but NumPy's
 # :func:`numpy.cumsum` on float32 makes the same additions in the same order, and its
 # last value matches our loop's total bit for bit. We compare constant values
 # (0.1) with random ones (uniform in [0, 1)), whose rounding errors partly cancel, and
@@ -249,7 +249,7 @@ assert max(const_tree + rand_tree) < 8 * eps, (const_tree, rand_tree)
 
 # %%
 # With a constant value the loop's error grows in proportion to ``n`` and passes 10%
-# at :math:`2^{24}` values. Once the total is in the hundreds of thousands, float32
+# at 2²⁴ values. Once the total is in the hundreds of thousands, float32
 # numbers near it lie 1/64, 1/32, 1/16 or 1/8 apart, and every added 0.1 rounds to the
 # same multiple of that gap, so the error never averages out. Random values fare
 # better, yet the loop still loses more than ten times as much as :func:`torch.sum`,
