@@ -210,7 +210,24 @@ class MeasurementsDirective(Directive):
 
 #: The source material's speed claims: (claim, page, task, slow variant, fast variant,
 #: the speed-up the source reports). A claim whose records are missing fails the build.
-CLAIMS: list[tuple[str, str, str, str, str, float]] = []
+CLAIMS: list[tuple[str, str, str, str, str, float]] = [
+    (
+        "Iterating rows with unbind is about 30 % faster than indexing them",
+        "plot_overloaded_operators",
+        "row sum 500×10",
+        "m[i] loop",
+        "unbind loop",
+        1.3,
+    ),
+    (
+        "One torch.sum is about 100× faster than a loop over rows",
+        "plot_overloaded_operators",
+        "row sum 500×10",
+        "m[i] loop",
+        "torch.sum",
+        100.0,
+    ),
+]
 
 
 def claim_lines(rows: list[dict]) -> list[str]:
@@ -227,7 +244,11 @@ def claim_lines(rows: list[dict]) -> list[str]:
         "     - Met?",
     ]
     for claim, page, task, slow, fast, promised in CLAIMS:
-        found = {r["variant"]: r for r in rows if r["page"] == page and r["task"].startswith(task)}
+        found = {r["variant"]: r for r in rows if r["page"] == page and r["task"] == task}
+        if not any(r["page"] == page for r in rows):
+            # That page has not been executed in this build tree (e.g. a one-example build).
+            lines += [f"   * - {claim}", f"     - {promised:g}×", "     - not measured", "     - —"]
+            continue
         if slow not in found or fast not in found:
             msg = f"claim {claim!r}: no records for {slow!r} and {fast!r} of {task!r} on {page}"
             raise ExtensionError(msg)
