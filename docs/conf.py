@@ -57,6 +57,8 @@ html_theme_options = {
 }
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}
+# Single pages with nothing to navigate: no empty left sidebar.
+html_sidebars = {"index": [], "measurements": [], "execution_times": []}
 html_favicon = "_static/favicon.svg"
 html_last_updated_fmt = "%Y-%m-%d"
 

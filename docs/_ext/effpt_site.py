@@ -202,7 +202,7 @@ class MeasurementsDirective(Directive):
             ]
         if not rows:
             lines = ["*No page of this build recorded a measurement.*"]
-        lines += ["", *claim_lines(rows)]
+        lines = [*claim_lines(rows), "", *lines]
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="measurements"), container)
         return container.children
