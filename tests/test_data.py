@@ -75,17 +75,21 @@ def test_naive_stream_duplicates_once_per_worker(images, shards):
     assert set(counts.values()) == {2}
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_exactly_once_under_every_start_method(images, shards, method):
+@pytest.mark.parametrize(
+    ("method", "n_shards", "num_workers"),
+    [("fork", 2, 3), ("spawn", 1, 2), ("forkserver", 2, 3)],  # spawn is slow: every worker
+)  # imports torch afresh, so it gets the smallest case that still shares a shard
+def test_exactly_once_under_every_start_method(images, shards, method, n_shards, num_workers):
     if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"start method {method!r} is not available on this platform")
     context = multiprocessing.get_context(method)
     if method == "forkserver":  # workers fork from a server that has imported torch once
         context.set_forkserver_preload(["torch", "effpt.data"])
-    # 3 workers on 2 shards: shards are shared; under spawn and forkserver the dataset
-    # reaches the workers by pickle, so its class must be importable.
-    keys = loader_keys(data.ShardStream(shards[:2], shuffle=True), 3, context)
-    assert sorted(keys) == expected_keys(images, 2)
+    # More workers than shards, so workers share a shard; under spawn and forkserver the
+    # dataset reaches the workers by pickle, so its class must be importable.
+    stream = data.ShardStream(shards[:n_shards], shuffle=True)
+    keys = loader_keys(stream, num_workers, context)
+    assert sorted(keys) == expected_keys(images, n_shards)
 
 
 def test_order_is_deterministic_for_a_fixed_seed(images, shards):
@@ -230,3 +234,22 @@ def test_a_numpy_generator_is_copied_into_every_worker(images):
         return torch.cat(crop_offsets(crops, worker_init_fn=data.seed_worker, generator=generator))
 
     assert torch.equal(seeded_run(), seeded_run())
+
+
+# -- packaging -------------------------------------------------------------------------
+
+
+def test_shards_are_byte_identical_when_written_again(images, shards, tmp_path):
+    again = data.write_tar_shards(images, tmp_path, SIZES)
+    assert [p.read_bytes() for p in again] == [p.read_bytes() for p in shards]
+
+
+def test_importing_effpt_data_does_not_need_pillow():
+    import subprocess
+    import sys
+
+    code = "import sys; sys.modules['PIL'] = None; import effpt.data; print('ok')"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.stdout.strip() == "ok", result.stderr

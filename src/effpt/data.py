@@ -128,7 +128,9 @@ def write_tar_shards(
 ) -> list[Path]:
     """Pack image files into tar shards named ``shard-000.tar``, ``shard-001.tar``, ...
 
-    Each file becomes the member ``<class folder>/<file name>``, in the order given.
+    Each file becomes the member ``<class folder>/<file name>``, in the order given, in
+    the POSIX ustar format without owner or time stamps (the same files give the same
+    bytes).
     ``shards`` is the number of shards (sizes as equal as possible) or the list of
     their sizes, which must add up to ``len(paths)``.
 
@@ -157,12 +159,19 @@ def write_tar_shards(
     written, start = [], 0
     for k, n in enumerate(sizes):
         shard = out / f"shard-{k:03d}.tar"
-        with tarfile.open(shard, "w") as tar:
+        with tarfile.open(shard, "w", format=tarfile.USTAR_FORMAT) as tar:
             for path in paths[start : start + n]:
-                tar.add(path, arcname=f"{path.parent.name}/{path.name}")
+                tar.add(path, arcname=f"{path.parent.name}/{path.name}", filter=_anonymous)
         written.append(shard)
         start += n
     return written
+
+
+def _anonymous(member: tarfile.TarInfo) -> tarfile.TarInfo:
+    """Drop owner and time from a member, so equal files make byte-identical shards."""
+    member.uid = member.gid = member.mtime = 0
+    member.uname = member.gname = ""
+    return member
 
 
 def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
@@ -192,7 +201,7 @@ class ImageFolder(Dataset):
     """Map-style dataset over ``root/<class>/<image>``: one file per item.
 
     Items are ``(image, label)``: a ``uint8`` tensor (3, height, width) and the index
-    of its folder in :attr:`classes` (folder names, sorted). ``transform``, if given,
+    of its folder in ``classes`` (the folder names, sorted). ``transform``, if given,
     maps the image tensor; it must be importable too (a module-level function).
 
     Examples
