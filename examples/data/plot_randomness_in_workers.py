@@ -72,9 +72,9 @@ assert torch.equal(again, first)
 # are started afresh each epoch from the same copy, so the generator never moves on. Half
 # the "random" crops are duplicates and none change between epochs.
 #
-# Seed 000 tells this story with ``np.random`` functions. Since PyTorch 1.9 the
-# DataLoader seeds NumPy's global generator differently in every worker, so that form is
-# fixed; a generator *object* held by the dataset, as above, is not.
+# The classic form of this bug calls ``np.random`` functions in ``__getitem__``. Since
+# PyTorch 1.9 the DataLoader seeds NumPy's global generator differently in every worker,
+# so that form is fixed; a generator *object* held by the dataset, as above, is not.
 #
 # Fix 1: reseed in ``worker_init_fn``
 # -----------------------------------
@@ -100,7 +100,7 @@ assert not torch.equal(fixed_again, fixed_first)
 
 # %%
 # A crop has 9 × 9 possible offsets, so two independent draws coincide once in 81
-# times: a match or two out of 32 is chance, not a copy.
+# times: a few matches out of 32 are chance, not a copy.
 #
 # Fix 2: draw from torch's generator
 # ----------------------------------

@@ -79,9 +79,9 @@ assert len(counts) == 256 and set(counts.values()) == {workers}
 # The split is :func:`effpt.data.shard_plan`. With at least as many shards as workers,
 # shards are dealt round-robin. With more workers than shards, the workers that share a
 # shard take every ``stride``-th item of it, so no worker sits idle and none reads an
-# item that another delivers. Seed 000 instead required exactly one shard per worker and
-# refused ``num_workers=0``; this split works for any pair. Each triple below is
-# ``(shard, stride, offset)``:
+# item that another delivers. (The original Effective PyTorch guide required exactly one
+# shard per worker and refused ``num_workers=0``; this split works for any pair.) Each
+# triple below is ``(shard, stride, offset)``:
 from effpt.data import ShardStream, shard_plan
 
 for n in (2, 6):
@@ -128,9 +128,10 @@ for n in range(workers + 1):
         kept = DataLoader(stream, batch_size=32, num_workers=n, persistent_workers=True)
         variants[f"shards, {n} persistent"] = epoch(kept)
         del kept
-records = compare("one epoch of 256 images", variants, repeats=3, number=1)
+# Loading is CPU work: the timings are stamped with the CPU, whatever device trains.
+records = compare("one epoch of 256 images", variants, device="cpu", repeats=3, number=1)
 rate = {r.variant: 256 / r.median_s for r in records}
-print(describe(device))
+print(describe("cpu"))
 del variants  # the last reference to the loaders: persistent workers shut down
 
 # %%
@@ -152,7 +153,7 @@ for label, prefix, start in (
     xs = counts_axis[start:]
     ax.plot(xs, [rate[prefix.format(n)] for n in xs], marker="o", label=label)
 ax.set(xlabel="num_workers", ylabel="images per second", xticks=counts_axis, ylim=(0, None))
-ax.set_title(f"One epoch, 256 PNG images (64 × 64), batch 32\n{describe(device)}", fontsize=10)
+ax.set_title(f"One epoch, 256 PNG images (64 × 64), batch 32\n{describe('cpu')}", fontsize=10)
 ax.legend()
 plt.show()
 
