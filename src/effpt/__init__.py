@@ -6,6 +6,8 @@ worker processes must be able to import. Each module covers one concern:
 * :mod:`effpt.device`: which device and autocast dtype to use, and a one-line stamp
   of the hardware and versions that produced a page.
 * :mod:`effpt.bench`: timing that is correct on every device, and records of it.
+* :mod:`effpt.data`: datasets that DataLoader workers can import (image folders, tar
+  shards read exactly once), and writers for the files they read.
 * :mod:`effpt.gallery`: the hooks sphinx-gallery calls between examples.
 """
 
