@@ -51,10 +51,21 @@ def test_deprecations_are_errors_inside_and_restored_after(conf):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gallery.reset_state(conf, "plot_x.py")
-        with pytest.raises(FutureWarning):
-            warnings.warn("going away", FutureWarning, stacklevel=1)
+        for module in ("torch.nn.modules", "__main__", "numpy", "effpt.data"):
+            with pytest.raises(FutureWarning):
+                warnings.warn_explicit("going away", FutureWarning, "f.py", 1, module=module)
+        # Python's own deprecations (e.g. fork() in a threaded process) stay warnings.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.warn_explicit(
+                "fork() may deadlock",
+                DeprecationWarning,
+                "p.py",
+                1,
+                module="multiprocessing.popen_fork",
+            )
+        assert len(caught) == 1
         gallery.reset_state(conf, "plot_x.py", when="after")
-        warnings.warn("ignored again", FutureWarning, stacklevel=1)  # no error
+        warnings.warn_explicit("ignored again", FutureWarning, "f.py", 1, module="torch")
 
 
 def test_records_file_is_named_then_cleared(conf):

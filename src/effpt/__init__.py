@@ -8,6 +8,7 @@ worker processes must be able to import. Each module covers one concern:
 * :mod:`effpt.bench`: timing that is correct on every device, and records of it.
 * :mod:`effpt.data`: datasets that DataLoader workers can import (image folders, tar
   shards read exactly once), and writers for the files they read.
+* :mod:`effpt.numerics`: numerically stable softmax, log-softmax and cross-entropy.
 * :mod:`effpt.gallery`: the hooks sphinx-gallery calls between examples.
 """
 

@@ -28,6 +28,7 @@ from effpt.bench import RECORDS_ENV
 from effpt.device import describe
 
 __all__ = [
+    "POLICY_MODULES",
     "RESET_STATE",
     "SEED",
     "STAMP_SUFFIX",
@@ -53,7 +54,7 @@ RESET_STATE = (
     "torch's intra-op thread count, as it was when the build started",
     "torch._dynamo's compiled-graph cache (when torch._dynamo was imported)",
     "torch print options",
-    "warning filters: DeprecationWarning and FutureWarning are errors inside examples",
+    "warning filters: DeprecationWarning and FutureWarning from torch, NumPy, effpt or the page are errors",
     "matplotlib's rcParams (sphinx-gallery's own 'matplotlib' reset)",
 )
 
@@ -61,26 +62,33 @@ _BUILD_THREADS = torch.get_num_threads()
 _saved_filters: list[tuple[Any, ...]] = []
 
 
+#: Modules whose deprecation warnings fail an example: the libraries the pages teach and
+#: the page itself (torch attributes most of its warnings to the caller, ``__main__``).
+#: Python's own, e.g. 3.12's warning about fork() in a threaded process, stay warnings.
+POLICY_MODULES = r"(torch|numpy|effpt|__main__)(\.|$)"
+
+
 def apply_warning_policy() -> None:
     """Make deprecation warnings errors, so that no page teaches a deprecated API by accident.
 
-    A page that shows a deprecated API on purpose catches the warning with
-    :func:`warnings.catch_warnings` and prints it.
+    Applies to warnings attributed to :data:`POLICY_MODULES`. A page that shows a
+    deprecated API on purpose catches the warning with :func:`warnings.catch_warnings`
+    and prints it.
 
     Examples
     --------
     >>> import warnings
     >>> with warnings.catch_warnings():
     ...     apply_warning_policy()
-    ...     warnings.warn("old", DeprecationWarning)
+    ...     warnings.warn("old", DeprecationWarning, stacklevel=1)
     Traceback (most recent call last):
     ...
     DeprecationWarning: old
     """
     warnings.resetwarnings()
     warnings.simplefilter("default")
-    warnings.filterwarnings("error", category=DeprecationWarning)
-    warnings.filterwarnings("error", category=FutureWarning)
+    for category in (DeprecationWarning, FutureWarning):
+        warnings.filterwarnings("error", category=category, module=POLICY_MODULES)
 
 
 def _restore_filters(saved: list[tuple[Any, ...]]) -> None:
