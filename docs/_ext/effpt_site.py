@@ -25,7 +25,7 @@ from sphinx.util import logging
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.bench import format_seconds
-from effpt.gallery import STAMP_SUFFIX
+from effpt.gallery import STAMP_SUFFIX, read_reading_order
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +40,6 @@ RECORD_FIELDS = {
     "machine": str,
 }
 SUMMARY_TITLES = ("Summary", "Lessons learned")
-_ORDER = re.compile(r"^\.\. reading order:[ \t]*$", re.MULTILINE)
 
 
 # -- the gallery on disk ---------------------------------------------------------------
@@ -57,16 +56,7 @@ def _family_dirs(app) -> list[Path]:
 
 
 def _reading_order(folder: Path) -> list[str]:
-    text = (folder / "GALLERY_HEADER.rst").read_text(encoding="utf-8")
-    match = _ORDER.search(text)
-    if match is None:
-        return sorted(p.name for p in folder.glob("plot_*.py"))
-    names = []
-    for line in text[match.end() :].splitlines()[1:]:
-        if not line.startswith(" ") or not line.strip():
-            break
-        names.append(line.strip())
-    return names
+    return read_reading_order(folder) or sorted(p.name for p in folder.glob("plot_*.py"))
 
 
 def _header_title_and_intro(folder: Path) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from effpt._validate import check_int
 from effpt.device import describe, pick_device
 
 __all__ = [
@@ -81,15 +82,6 @@ class Timing:
         return q3 - q1
 
 
-def _check_count(name: str, value: int, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    if value < minimum:
-        msg = f"{name} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-
-
 def time_callable(
     fn: Callable[[], Any],
     *,
@@ -116,10 +108,10 @@ def time_callable(
     ...
     ValueError: repeats must be >= 1, got 0
     """
-    _check_count("repeats", repeats, 1)
-    _check_count("warmup", warmup, 0)
+    check_int("repeats", repeats, 1)
+    check_int("warmup", warmup, 0)
     if number is not None:
-        _check_count("number", number, 1)
+        check_int("number", number, 1)
     dev = pick_device() if device is None else torch.device(device)
 
     for _ in range(warmup):
@@ -289,7 +281,7 @@ def copy_bandwidth(
     >>> copy_bandwidth("cpu", nbytes=2**20, repeats=2) > 1e6
     True
     """
-    _check_count("nbytes", nbytes, 1)
+    check_int("nbytes", nbytes, 1)
     dev = pick_device() if device is None else torch.device(device)
     src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
     dst = torch.empty_like(src)
@@ -313,7 +305,7 @@ def matmul_throughput(
     >>> matmul_throughput("cpu", n=128, repeats=2) > 1e6
     True
     """
-    _check_count("n", n, 1)
+    check_int("n", n, 1)
     dev = pick_device() if device is None else torch.device(device)
     gen = torch.Generator(device=dev).manual_seed(0)
     a = torch.randn(n, n, device=dev, dtype=dtype, generator=gen)

@@ -60,16 +60,6 @@ class SkippedItemsWarning(UserWarning):
     """A :class:`ShardStream` with ``skip_bad=True`` skipped items; the message counts them."""
 
 
-def _check_int(name: str, value: object, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        msg = f"{name} must be an int, got {type(value).__name__}"
-        raise TypeError(msg)
-    if value < minimum:
-        msg = f"{name} must be >= {minimum}, got {value}"
-        raise ValueError(msg)
-    return value
-
-
 def _draw_shape(shape: str, size: int, rng: np.random.Generator):  # returns a PIL image
     from PIL import Image, ImageDraw  # noqa: PLC0415  (Pillow is optional for `import effpt`)
 
@@ -110,8 +100,8 @@ def write_image_folder(
     ...
     ValueError: n_images must be >= 1, got 0
     """
-    _check_int("n_images", n_images, 1)
-    _check_int("size", size, 8)
+    check_int("n_images", n_images, 1)
+    check_int("size", size, 8)
     rng = np.random.default_rng(seed)
     paths = []
     for index in range(n_images):
@@ -147,10 +137,10 @@ def write_tar_shards(
     """
     paths = [Path(p) for p in paths]
     if isinstance(shards, int) and not isinstance(shards, bool):
-        _check_int("shards", shards, 1)
+        check_int("shards", shards, 1)
         sizes = [len(part) for part in np.array_split(np.arange(len(paths)), shards)]
     else:
-        sizes = [_check_int("shard size", s, 1) for s in shards]
+        sizes = [check_int("shard size", s, 1) for s in shards]
         if sum(sizes) != len(paths):
             msg = f"shard sizes {sizes} add up to {sum(sizes)}, but {len(paths)} paths were given"
             raise ValueError(msg)
@@ -260,9 +250,9 @@ def shard_plan(num_shards: int, worker_id: int, num_workers: int) -> list[tuple[
     >>> [shard_plan(2, w, 5) for w in range(5)]  # shard 0: workers 0, 2, 4; shard 1: 1, 3
     [[(0, 3, 0)], [(1, 2, 0)], [(0, 3, 1)], [(1, 2, 1)], [(0, 3, 2)]]
     """
-    _check_int("num_shards", num_shards, 1)
-    _check_int("num_workers", num_workers, 1)
-    _check_int("worker_id", worker_id, 0)
+    check_int("num_shards", num_shards, 1)
+    check_int("num_workers", num_workers, 1)
+    check_int("worker_id", worker_id, 0)
     if worker_id >= num_workers:
         msg = f"worker_id must be < num_workers={num_workers}, got {worker_id}"
         raise ValueError(msg)
@@ -324,7 +314,7 @@ class ShardStream(IterableDataset):
         self.classes = tuple(classes)
         self.transform = transform
         self.shuffle, self.seed = shuffle, seed
-        self.buffer_size = _check_int("buffer_size", buffer_size, 1)
+        self.buffer_size = check_int("buffer_size", buffer_size, 1)
         self.skip_bad = skip_bad
 
     def __iter__(self) -> Iterator[tuple[torch.Tensor, int, str]]:
@@ -436,7 +426,7 @@ class RandomCrops(Dataset):
     """
 
     def __init__(self, base: Dataset, size: int, *, rng: np.random.Generator | None = None) -> None:
-        self.base, self.size, self.rng = base, _check_int("size", size, 1), rng
+        self.base, self.size, self.rng = base, check_int("size", size, 1), rng
 
     def __len__(self) -> int:
         return len(self.base)

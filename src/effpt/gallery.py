@@ -35,6 +35,7 @@ __all__ = [
     "ReadingOrder",
     "apply_warning_policy",
     "call_memory",
+    "read_reading_order",
     "records_dir",
     "reset_state",
 ]
@@ -185,7 +186,7 @@ def call_memory(func: Callable[[], Any]) -> tuple[float, Any]:
     """sphinx-gallery ``show_memory`` hook: run ``func`` and return (peak MiB, result).
 
     On CUDA the peak is ``torch.cuda.max_memory_allocated``; on CPU it is the
-    process's resident memory, sampled every few milliseconds while ``func`` runs.
+    process's resident memory, sampled every 20 ms while ``func`` runs.
 
     Examples
     --------
@@ -203,7 +204,7 @@ def call_memory(func: Callable[[], Any]) -> tuple[float, Any]:
 
     def sample() -> None:
         nonlocal peak
-        while not done.wait(0.005):
+        while not done.wait(0.02):
             peak = max(peak, _rss_bytes())
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -217,6 +218,35 @@ def call_memory(func: Callable[[], Any]) -> tuple[float, Any]:
 
 
 _ORDER_MARK = re.compile(r"^\.\. reading order:[ \t]*$", re.MULTILINE)
+
+
+def read_reading_order(folder: str | Path) -> list[str]:
+    """The script names listed under ``.. reading order:`` in a family's header, in order.
+
+    Returns an empty list when the folder has no header or the header no such list.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "GALLERY_HEADER.rst").write_text(
+    ...     "T\n-\n\n.. reading order:\n   plot_b.py\n   plot_a.py\n\nAfter.\n")
+    >>> read_reading_order(folder)
+    ['plot_b.py', 'plot_a.py']
+    """
+    header = Path(folder) / "GALLERY_HEADER.rst"
+    if not header.is_file():
+        return []
+    text = header.read_text(encoding="utf-8")
+    match = _ORDER_MARK.search(text)
+    if match is None:
+        return []
+    names = []
+    for line in text[match.end() :].splitlines()[1:]:
+        if not line.startswith(" ") or not line.strip():
+            break
+        names.append(line.strip())
+    return names
 
 
 class ReadingOrder:
@@ -234,22 +264,7 @@ class ReadingOrder:
 
     def __init__(self, src_dir: str) -> None:
         self.src_dir = Path(src_dir)
-        self.order = self._read_order()
-
-    def _read_order(self) -> list[str]:
-        header = self.src_dir / "GALLERY_HEADER.rst"
-        if not header.is_file():
-            return []
-        text = header.read_text(encoding="utf-8")
-        match = _ORDER_MARK.search(text)
-        if match is None:
-            return []
-        names = []
-        for line in text[match.end() :].splitlines()[1:]:
-            if not line.startswith(" ") or not line.strip():
-                break
-            names.append(line.strip())
-        return names
+        self.order = read_reading_order(self.src_dir)
 
     def __call__(self, filename: str) -> tuple[int, str]:
         name = Path(filename).name

@@ -1,0 +1,28 @@
+"""Argument checks shared by effpt's public functions (private: not part of the API)."""
+
+from __future__ import annotations
+
+
+def check_int(name: str, value: object, minimum: int) -> int:
+    """Return ``value`` if it is an int (not a bool) of at least ``minimum``, else raise.
+
+    Examples
+    --------
+    >>> check_int("repeats", 3, 1)
+    3
+    >>> check_int("repeats", 0, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: repeats must be >= 1, got 0
+    >>> check_int("repeats", 2.0, 1)
+    Traceback (most recent call last):
+    ...
+    TypeError: repeats must be an int, got float
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        msg = f"{name} must be an int, got {type(value).__name__}"
+        raise TypeError(msg)
+    if value < minimum:
+        msg = f"{name} must be >= {minimum}, got {value}"
+        raise ValueError(msg)
+    return value
