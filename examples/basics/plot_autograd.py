@@ -66,7 +66,7 @@ x_np, f_np, df_np = (v.detach().cpu().numpy() for v in (xs, f, df))
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 ax.plot(x_np, f_np, "--", color="0.3", label="f(x) = 10 sin²x + tanh x")
 for xi, fi, gi in zip(x_np[::10], f_np[::10], df_np[::10], strict=True):
-    half = 0.8 / (1 + gi**2) ** 0.5  # the same length for every tangent
+    half = 0.4 / (1 + (gi / 4) ** 2) ** 0.5  # about the same drawn length for every tangent
     ax.plot([xi - half, xi + half], [fi - half * gi, fi + half * gi], color="C3", linewidth=2)
 ax.plot([], [], color="C3", linewidth=2, label="tangent from autograd's f'(x)")
 ax.set(xlabel="x", ylabel="f(x)", title="Tangents at every tenth point")
