@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 if TYPE_CHECKING:  # pragma: no cover
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+    import matplotlib.axes
+    import matplotlib.figure
 
 __all__ = ["BackwardGraph", "GraphNode", "autograd_graph", "backward_graph"]
 
@@ -216,9 +216,9 @@ def autograd_graph(
     tensor: torch.Tensor,
     names: Mapping[str, torch.Tensor] | None = None,
     *,
-    ax: Axes | None = None,
+    ax: matplotlib.axes.Axes | None = None,
     title: str | None = None,
-) -> Figure:
+) -> matplotlib.figure.Figure:
     """Draw the backward graph behind ``tensor`` with matplotlib and return the figure.
 
     Leaves are blue boxes labelled with their name (or "unnamed leaf") and shape,
