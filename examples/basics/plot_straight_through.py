@@ -124,7 +124,7 @@ print(f"largest change made by rounding the float weights: {shift:.3f}")
 
 # sphinx_gallery_start_ignore
 assert errors["trained through rounding"] < 0.5 * errors["rounded after training"], errors
-assert errors["trained through rounding"] < 0.03, errors
+assert errors["trained through rounding"] < 0.05, errors
 assert shift <= STEP / 2
 # sphinx_gallery_end_ignore
 
