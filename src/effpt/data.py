@@ -31,6 +31,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset, IterableDataset, get_worker_info
 
+from effpt._validate import check_int
+
 __all__ = [
     "SHAPES",
     "CorruptItemError",

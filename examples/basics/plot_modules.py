@@ -1,0 +1,303 @@
+"""
+Package a model as a Module that trains, saves and loads cleanly
+================================================================
+
+A :class:`torch.nn.Module` bundles a model's parameters, its other state and the
+computation that uses them, so that one call moves, saves, loads or trains all of it.
+This page fits a line with a hand-written module, rebuilds it from library parts, and
+shows what a module owns, how to checkpoint it with its optimizer, and the one reuse
+that quietly breaks tools built on modules.
+"""
+
+# %%
+# A module with two parameters
+# ----------------------------
+# Wrapping a tensor in :class:`torch.nn.Parameter` and assigning it to the module
+# registers it: ``parameters()`` finds it, and it requires gradients. The data are
+# noisy samples of ``y = 5x + 3``.
+import torch
+
+from effpt.device import describe, pick_device
+
+torch.manual_seed(0)
+device = pick_device()
+print(describe(device))
+
+
+class Line(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.rand(1))
+        self.b = torch.nn.Parameter(torch.rand(1))
+
+    def forward(self, x):
+        return self.a * x + self.b
+
+
+x = torch.arange(100, device=device) / 100  # (samples,)
+y = 5 * x + 3 + 0.1 * torch.randn(100, device=device)  # (samples,)
+line = Line().to(device)
+print([(name, p.requires_grad) for name, p in line.named_parameters()])
+
+# %%
+# The training loop
+# -----------------
+# The optimizer gets the module's parameters; every step zeroes the gradients
+# (``set_to_none=True`` frees them instead of writing zeros), computes the loss,
+# back-propagates and updates. The fit lands near ``a = 5``, ``b = 3``.
+
+
+def fit(model, steps=500, lr=0.5):
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    return loss.item()
+
+
+loss = fit(line)
+print(f"a = {line.a.item():.2f}, b = {line.b.item():.2f}, final loss {loss:.4f}")
+
+# sphinx_gallery_start_ignore
+assert abs(line.a.item() - 5) < 0.1 and abs(line.b.item() - 3) < 0.1
+# sphinx_gallery_end_ignore
+
+# %%
+# The same model from ``nn.Linear``
+# ---------------------------------
+# :class:`torch.nn.Linear` maps the last dimension, ``in_features`` wide, and treats all
+# others as a batch. Our ``x`` is a plain vector of 100 samples, so ``Linear(1, 1)`` reads
+# it as *one* sample with 100 features and fails. ``unsqueeze(1)`` makes it 100 samples
+# of one feature; ``squeeze(1)`` drops that dimension from the output again.
+linear = torch.nn.Linear(1, 1).to(device)
+try:
+    linear(x)
+except RuntimeError as err:
+    print("RuntimeError:", err)
+
+
+class LinearLine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(1, 1)
+
+    def forward(self, x):
+        return self.linear(x.unsqueeze(1)).squeeze(1)  # (samples,) → (samples, 1) → (samples,)
+
+
+model = LinearLine().to(device)
+fit(model)
+print(f"weight = {model.linear.weight.item():.2f}, bias = {model.linear.bias.item():.2f}")
+
+# sphinx_gallery_start_ignore
+assert abs(model.linear.weight.item() - 5) < 0.1 and abs(model.linear.bias.item() - 3) < 0.1
+# sphinx_gallery_end_ignore
+
+# %%
+# ``parameters()`` recurses into submodules
+# -----------------------------------------
+# ``LinearLine`` defines no parameter itself, yet it has two: a module assigned as an
+# attribute is registered as a submodule, and ``named_parameters()`` walks all of them,
+# prefixing each name with the attribute path.
+print([name for name, _ in model.named_parameters()])
+print("submodules:", [name for name, _ in model.named_children()])
+
+# sphinx_gallery_start_ignore
+assert [name for name, _ in model.named_parameters()] == ["linear.weight", "linear.bias"]
+# sphinx_gallery_end_ignore
+
+# %%
+# Buffers: state that is not trained
+# ----------------------------------
+# Statistics such as an input's mean and spread belong to the model (they must be saved
+# and moved with it) but the optimizer must not touch them. ``register_buffer`` says so:
+# buffers are in ``state_dict()`` and follow ``.to()``, but not in ``parameters()``.
+# ``persistent=False`` keeps a buffer out of the ``state_dict`` too.
+
+
+class Standardize(torch.nn.Module):
+    def __init__(self, data: torch.Tensor):
+        super().__init__()
+        self.register_buffer("mean", data.mean())
+        self.register_buffer("std", data.std())
+        self.register_buffer("calls", torch.zeros((), dtype=torch.int64), persistent=False)
+
+    def forward(self, x):
+        self.calls += 1
+        return (x - self.mean) / self.std
+
+
+standardize = Standardize(x)
+print("parameters:", list(standardize.parameters()))
+print("buffers:", [name for name, _ in standardize.named_buffers()])
+print("state_dict keys:", list(standardize.state_dict()))
+
+# sphinx_gallery_start_ignore
+assert not list(standardize.parameters())
+assert list(standardize.state_dict()) == ["mean", "std"]
+# sphinx_gallery_end_ignore
+
+# %%
+# ``nn.Sequential`` chains modules
+# --------------------------------
+# :class:`torch.nn.Sequential` feeds each module's output to the next. Its children are
+# named ``0``, ``1``, ... and so are the keys of its ``state_dict``.
+net = torch.nn.Sequential(
+    Standardize(x),
+    torch.nn.Unflatten(0, (-1, 1)),  # (samples,) → (samples, 1)
+    torch.nn.Linear(1, 16),
+    torch.nn.Tanh(),
+    torch.nn.Linear(16, 1),
+    torch.nn.Flatten(0),  # (samples, 1) → (samples,)
+).to(device)
+print(net(x).shape, list(net.state_dict()))
+
+# sphinx_gallery_start_ignore
+assert net(x).shape == (100,) and list(net.state_dict())[:3] == ["0.mean", "0.std", "2.weight"]
+# sphinx_gallery_end_ignore
+
+# %%
+# Save the ``state_dict``, not the module
+# ---------------------------------------
+# A ``state_dict`` is an ordered dict of names to tensors: it loads into any fresh
+# instance of the class, even after the class's code has moved or changed. Saving the
+# module itself pickles a reference to its class, and loading it needs that class
+# importable under the same name; with ``weights_only=True`` :func:`torch.load` refuses
+# it outright.
+import pickle
+import tempfile
+from pathlib import Path
+
+with tempfile.TemporaryDirectory() as folder:
+    path = Path(folder) / "net.pt"
+    torch.save(net.state_dict(), path)
+    fresh = torch.nn.Sequential(
+        Standardize(torch.zeros(2)),
+        torch.nn.Unflatten(0, (-1, 1)),
+        torch.nn.Linear(1, 16),
+        torch.nn.Tanh(),
+        torch.nn.Linear(16, 1),
+        torch.nn.Flatten(0),
+    ).to(device)
+    print(fresh.load_state_dict(torch.load(path, map_location=device, weights_only=True)))
+    print("same outputs:", torch.equal(fresh(x), net(x)))
+
+    torch.save(net, path)
+    try:
+        torch.load(path, weights_only=True)
+    except pickle.UnpicklingError as err:
+        reason = next(line for line in str(err).splitlines() if "Unsupported global" in line)
+    print(reason.strip()[:100], "...")
+
+# sphinx_gallery_start_ignore
+assert torch.equal(fresh(x), net(x)) and "Unsupported global" in reason
+# sphinx_gallery_end_ignore
+
+# %%
+# Functional or module?
+# ---------------------
+# :mod:`torch.nn.functional` holds the same operations as plain functions of explicit
+# tensors. Use a module for anything that owns state (weights, buffers) and the
+# functional form for stateless steps; both compute the same thing.
+import torch.nn.functional as F
+
+layer = net[2]
+inputs = torch.randn(4, 1, device=device)  # (batch, features)
+print(
+    "F.linear == nn.Linear:", torch.equal(F.linear(inputs, layer.weight, layer.bias), layer(inputs))
+)
+print("F.relu == nn.ReLU:", torch.equal(F.relu(inputs), torch.nn.ReLU()(inputs)))
+
+# sphinx_gallery_start_ignore
+assert torch.equal(F.linear(inputs, layer.weight, layer.bias), layer(inputs))
+# sphinx_gallery_end_ignore
+
+# %%
+# Never use one module instance in two places
+# -------------------------------------------
+# Reusing a stateless ``ReLU`` looks harmless, and the forward result is right. But tools
+# that work per module see one module where the model has two layers. A forward hook
+# that records each module's output by name, the usual way to inspect activations,
+# keeps only the *last* call: below, the entry for layer ``1`` (after the 8-wide layer)
+# holds the 4-wide output of layer ``3``, and ``named_modules()`` lists 4 of the 5 layers.
+relu = torch.nn.ReLU()
+shared = torch.nn.Sequential(
+    torch.nn.Linear(1, 8), relu, torch.nn.Linear(8, 4), relu, torch.nn.Linear(4, 1)
+).to(device)
+
+activations = {}
+
+
+def record(name):
+    def hook(module, args, output):
+        activations[name] = output.shape
+
+    return hook
+
+
+for name, module in shared.named_modules():
+    if name:  # skip the container itself
+        module.register_forward_hook(record(name))
+shared(inputs)
+print("layers:", len(shared), "| named:", [name for name, _ in shared.named_modules() if name])
+print("recorded shapes:", {k: tuple(v) for k, v in activations.items()})
+
+# sphinx_gallery_start_ignore
+assert tuple(activations["1"]) == (4, 4) and "3" not in activations
+assert len(shared) == 5 and len([n for n, _ in shared.named_modules() if n]) == 4
+# sphinx_gallery_end_ignore
+
+# %%
+# The optimizer has state too
+# ---------------------------
+# Adam keeps running averages of each parameter's gradient and squared gradient.
+# They are part of training: a checkpoint that saves only the model and resumes with a
+# fresh optimizer takes different steps. Save both ``state_dict``\ s and the resumed run
+# continues exactly where it stopped.
+import copy
+
+
+def adam_steps(model, optimizer, steps):
+    for _ in range(steps):
+        optimizer.zero_grad(set_to_none=True)
+        F.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+model = LinearLine().to(device)
+optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+adam_steps(model, optimizer, 50)
+checkpoint = copy.deepcopy({"model": model.state_dict(), "optimizer": optimizer.state_dict()})
+print("Adam's state per parameter:", list(checkpoint["optimizer"]["state"][0]))
+adam_steps(model, optimizer, 50)
+
+resumed_same = {}
+for restore_optimizer in (True, False):
+    resumed = LinearLine().to(device)
+    resumed.load_state_dict(checkpoint["model"])
+    resumed_optimizer = torch.optim.Adam(resumed.parameters(), lr=0.05)
+    if restore_optimizer:
+        resumed_optimizer.load_state_dict(checkpoint["optimizer"])
+    adam_steps(resumed, resumed_optimizer, 50)
+    same = torch.equal(resumed.linear.weight, model.linear.weight)
+    resumed_same[restore_optimizer] = same
+    print(
+        f"optimizer state restored: {restore_optimizer!s:5} → same weights as the unbroken run: {same}"
+    )
+
+# sphinx_gallery_start_ignore
+assert list(checkpoint["optimizer"]["state"][0]) == ["step", "exp_avg", "exp_avg_sq"]
+assert resumed_same == {True: True, False: False}
+# sphinx_gallery_end_ignore
+
+# %%
+# Summary
+# -------
+# - Assign ``nn.Parameter``\ s and submodules as attributes; ``parameters()`` finds them
+#   all, and ``register_buffer`` holds state that is saved and moved but not trained.
+# - Save and load ``state_dict()``\ s (the model's and the optimizer's), with
+#   ``weights_only=True``; pickling the whole module ties the file to your code's layout.
+# - ``nn.Linear`` wants a feature dimension: ``unsqueeze`` vectors of samples first.
+# - Give every use of a layer its own instance, or use the functional form.
