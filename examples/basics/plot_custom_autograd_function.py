@@ -16,7 +16,7 @@ gradient with :func:`torch.autograd.gradcheck`.
 # Suppose ``y`` is defined by an equation ``F(x, y) = 0`` rather than a formula. Near a
 # solution where ``∂F/∂y ≠ 0``, the theorem says ``y`` is a smooth function of ``x`` with
 #
-# .. math:: \frac{dy}{dx} = -\frac{\partial F / \partial x}{\partial F / \partial y}.
+#     dy/dx = −(∂F/∂x) / (∂F/∂y).
 #
 # So the backward pass needs only the two partial derivatives of ``F`` at the solution,
 # however the solution was found. For the unit circle, ``F(x, y) = x² + y² − 1``.

@@ -63,9 +63,10 @@ _BUILD_THREADS = torch.get_num_threads()
 _saved_filters: list[tuple[Any, ...]] = []
 
 
-#: Modules whose deprecation warnings fail an example: the libraries the pages teach and
-#: the page itself (torch attributes most of its warnings to the caller, ``__main__``).
-#: Python's own, e.g. 3.12's warning about fork() in a threaded process, stay warnings.
+#: Deprecation warnings attributed to these modules fail an example. They are the
+#: libraries the pages teach and the page itself (torch attributes most of its warnings
+#: to the caller, ``__main__``). Python's own, such as 3.12's warning about ``fork()``
+#: in a threaded process, stay warnings.
 POLICY_MODULES = r"(torch|numpy|effpt|__main__)(\.|$)"
 
 
@@ -221,7 +222,7 @@ _ORDER_MARK = re.compile(r"^\.\. reading order:[ \t]*$", re.MULTILINE)
 
 
 def read_reading_order(folder: str | Path) -> list[str]:
-    """The script names listed under ``.. reading order:`` in a family's header, in order.
+    r"""The script names listed under ``.. reading order:`` in a family's header, in order.
 
     Returns an empty list when the folder has no header or the header no such list.
 
