@@ -6,6 +6,7 @@ worker processes must be able to import. Each module covers one concern:
 * :mod:`effpt.device`: which device and autocast dtype to use, and a one-line stamp
   of the hardware and versions that produced a page.
 * :mod:`effpt.bench`: timing that is correct on every device, and records of it.
+* :mod:`effpt.ops`: reference implementations the compilation pages build up to.
 * :mod:`effpt.gallery`: the hooks sphinx-gallery calls between examples.
 """
 
