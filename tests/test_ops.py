@@ -247,3 +247,19 @@ def test_uniformity_float32_close_to_float64():
 def test_uniformity_rejects_bad_arguments(x, t, error, match):
     with pytest.raises(error, match=match):
         uniformity_loss(x, t)
+
+
+@pytest.mark.parametrize("bad", [3, -4])
+def test_batch_gather_never_reads_a_neighbouring_row(bad):
+    x = torch.arange(6.0).reshape(2, 3)  # a flat index of 3 would be row 1's first entry
+    with pytest.raises(IndexError):
+        batch_gather(x, torch.tensor([[0], [bad]]))
+    with pytest.raises(IndexError):
+        batch_gather(x, torch.tensor([[bad], [0]]))
+
+
+def test_batch_gather_from_empty_rows():
+    x = torch.zeros(2, 0, 3)
+    assert batch_gather(x, torch.zeros(2, 0, dtype=torch.long)).shape == (2, 0, 3)
+    with pytest.raises(IndexError, match="no rows to pick from"):
+        batch_gather(x, torch.zeros(2, 1, dtype=torch.long))

@@ -30,6 +30,10 @@ def _check_tensor(name: str, value: object) -> torch.Tensor:
 def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """Pick ``input[i, index[i]]`` for every batch row ``i``, without a Python loop.
 
+    The rows of all batch elements are flattened into one axis and each index is
+    shifted by its row's offset, so that a single :func:`torch.index_select` does the
+    work; it runs on ``input``'s device and never synchronises with it.
+
     Parameters
     ----------
     input : Tensor
@@ -51,8 +55,8 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     ValueError
         If ``input`` has fewer than two dimensions, or the batch sizes or devices differ.
     IndexError
-        If an index is out of range (raised by PyTorch's indexing on CPU; a device-side
-        assertion on CUDA).
+        If an index is outside ``[-n, n)`` (raised by :func:`torch.index_select` on
+        CPU; a device-side assertion on CUDA). No index is ever read from another row.
 
     Examples
     --------
@@ -83,10 +87,23 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     if index.device != input.device:
         msg = f"index is on {index.device} but input is on {input.device}; move one of them"
         raise ValueError(msg)
-    batch = input.shape[0]
-    rows = torch.arange(batch, device=input.device)
-    rows = rows.reshape((batch,) + (1,) * (index.dim() - 1))  # (batch, 1, ..., 1)
-    return input[rows, index]  # (batch, *k, *rest)
+    batch, n = input.shape[:2]
+    if n == 0 and index.numel() > 0:
+        msg = (
+            "index must be empty when input has no rows to pick from, "
+            f"got shape {tuple(index.shape)}"
+        )
+        raise IndexError(msg)
+    flat = input.reshape(batch * n, *input.shape[2:])  # (batch * n, *rest)
+    offset = torch.arange(batch, device=input.device) * n  # (batch,)
+    offset = offset.reshape(batch, *(1,) * (index.dim() - 1))  # (batch, 1, ..., 1)
+    # Negative indices count from the end of their own row. An index outside [-n, n)
+    # is sent past the end of ``flat``, so that index_select raises instead of quietly
+    # reading a neighbouring row.
+    in_range = (index >= -n) & (index < n)
+    flat_index = torch.where(in_range, index.remainder(max(n, 1)) + offset, batch * n)
+    picked = flat.index_select(0, flat_index.flatten())  # (batch * k..., *rest)
+    return picked.reshape(*index.shape, *input.shape[2:])  # (batch, *k, *rest)
 
 
 def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 1e-5) -> torch.Tensor:
