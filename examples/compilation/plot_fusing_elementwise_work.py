@@ -15,9 +15,9 @@ memory bandwidth.
 # ------------------------------------------------
 # Boxes are rows ``(x, y, width, height)``. The IoU of two boxes is the area of their
 # intersection divided by the area of their union; detection models compute it for
-# many box pairs at once. Every line below is one or two elementwise kernels in eager
-# mode: about fifteen kernels, each a full pass over memory. (``torch.max`` with two
-# tensors is :func:`torch.maximum`; the legacy fuser further down only knows this spelling.)
+# many box pairs at once. In eager mode every arithmetic operation below is a kernel
+# of its own, a full pass over memory. (``torch.max`` with two tensors is
+# :func:`torch.maximum`; the legacy fuser further down only knows this spelling.)
 import torch
 
 from effpt.device import describe, pick_device
@@ -66,22 +66,22 @@ assert error < 1e-5, error
 # box pair. ``dynamic=True`` asks for code that works for any number of boxes, so one
 # compilation serves every size measured below. ``run_and_get_code``, an internal
 # helper of Inductor, returns the generated source; the fused kernels are listed by name.
+import re
+import time
+import warnings
+
+from torch._inductor.utils import run_and_get_code
+
+from effpt.bench import format_seconds
+
 # sphinx_gallery_start_ignore
 # torch 2.13's compiler imports torch.utils.mkldnn, which still applies the deprecated
 # @torch.jit.script_method at import time; this site makes deprecation warnings errors.
-import warnings
-
 warnings.filterwarnings(
     "ignore", message=r"`torch\.jit\.script_method` is deprecated", category=DeprecationWarning
 )
 graphs_before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
 # sphinx_gallery_end_ignore
-import re
-import time
-
-from torch._inductor.utils import run_and_get_code
-
-from effpt.bench import format_seconds
 
 iou_compiled = torch.compile(iou, dynamic=True)
 start = time.perf_counter()
@@ -105,7 +105,6 @@ torch.testing.assert_close(fused.double(), reference, rtol=0, atol=1e-5)
 # executor, which fuses with NNC; on a CPU that needs an LLVM backend that standard
 # wheels leave out. Count the fusion groups in the optimised graph of a traced IoU:
 import contextlib
-import warnings
 
 
 @contextlib.contextmanager

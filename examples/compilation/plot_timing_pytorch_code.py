@@ -65,7 +65,7 @@ assert finished > launched
 # sphinx_gallery_end_ignore
 
 # %%
-# Use :func:`time.perf_counter` (monotonic, high resolution), never :func:`time.time`,
+# Use ``time.perf_counter()`` (monotonic, high resolution), never ``time.time()``,
 # and synchronise before starting and before stopping the clock.
 # :func:`effpt.bench.synchronize` does the right thing on every device (nothing on
 # the CPU, whose operators return only when their work is done).
@@ -293,7 +293,7 @@ assert "aten::mm" in top_ops["matmul"][:6], top_ops["matmul"][:6]
 # Summary
 # -------
 # - Synchronise before starting and before stopping the clock, use
-#   :func:`time.perf_counter`, and never time the first call: warm up, then repeat
+#   ``time.perf_counter()``, and never time the first call: warm up, then repeat
 #   and take the median (:func:`effpt.bench.time_callable` does all of it).
 # - ``.item()``, ``.cpu()``, ``print(tensor)`` and data-dependent shapes wait for the
 #   device; keep them out of hot loops.

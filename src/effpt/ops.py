@@ -36,15 +36,15 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
     Parameters
     ----------
-    input : Tensor
+    input : torch.Tensor
         Shape ``(batch, n, *rest)``.
-    index : Tensor
+    index : torch.Tensor
         Integer tensor of shape ``(batch, *k)`` with values in ``[-n, n)``; negative
         values count from the end, as in Python.
 
     Returns
     -------
-    Tensor
+    torch.Tensor
         Shape ``(batch, *k, *rest)``, on ``input``'s device, equal to
         ``torch.stack([input[i][index[i]] for i in range(batch)])``.
 
@@ -116,14 +116,14 @@ def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 1e-5) ->
 
     Parameters
     ----------
-    boxes1, boxes2 : Tensor
+    boxes1, boxes2 : torch.Tensor
         Floating-point tensors of shape ``(..., 4)`` that broadcast together.
     eps : float
         Lower bound on the union's area, so that two empty boxes give 0, not NaN.
 
     Returns
     -------
-    Tensor
+    torch.Tensor
         The IoU in ``[0, 1]``, of the broadcast shape without the last dimension.
 
     Examples
@@ -180,7 +180,7 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
 
     Parameters
     ----------
-    x : Tensor
+    x : torch.Tensor
         Floating-point tensor of shape ``(n, features)`` with ``n >= 2``; usually the
         rows are unit vectors (embeddings on the hypersphere).
     t : float
@@ -188,7 +188,7 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
 
     Returns
     -------
-    Tensor
+    torch.Tensor
         A scalar; lower means the points are spread more uniformly.
 
     Examples
