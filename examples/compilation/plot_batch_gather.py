@@ -77,8 +77,9 @@ assert ops_32 > 3 * ops_8, (ops_8, ops_32)
 # sphinx_gallery_end_ignore
 
 # %%
-# Compile time grows with the graph, so the compiled loop is measured at one small batch
-# size only. The first call compiles; its cost is reported apart from the later calls.
+# A bigger graph takes longer to compile, and every new batch size means a new graph,
+# so the compiled loop is measured at one small batch size only. The first call
+# compiles; its cost is reported apart from the later calls.
 import time
 
 from effpt.bench import format_seconds, time_callable
@@ -269,7 +270,7 @@ print(
 # -------
 # - A Python loop over the batch costs a few small operations per element; no
 #   compiler fixes that fully. TorchScript shaves a little; :func:`torch.compile`
-#   unrolls the loop into a graph whose size, and compile time, grow with the batch.
+#   unrolls the loop into a graph that grows with the batch and is tied to its size.
 # - One indexing operation over flattened rows does the same work in a single call;
 #   create its offsets on the data's device, never with ``.cuda()``.
 # - Flat indices turn negative or out-of-range indices into silent reads from a

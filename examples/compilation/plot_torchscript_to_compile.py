@@ -152,8 +152,10 @@ assert torch.equal(loaded(example), model(example))
 # :func:`torch.compile` runs the Python function and captures the tensor operations
 # too, but it records *guards*, the assumptions the capture relied on (here, the
 # number of dimensions). When a call breaks a guard, it captures again. So it is right
-# where the trace was wrong, at the price of one compilation per new case. Compiling
-# costs seconds; the timings below keep it apart from the cost of a call.
+# where the trace was wrong, at the price of one compilation per new case. A
+# compilation costs from a tenth of a second (when Inductor finds the code in its
+# on-disk cache) to several seconds; the timings below keep it apart from the cost of
+# a call.
 import time
 
 from effpt.bench import format_seconds, time_callable
