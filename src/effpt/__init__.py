@@ -10,6 +10,7 @@ worker processes must be able to import. Each module covers one concern:
   shards read exactly once), and writers for the files they read.
 * :mod:`effpt.numerics`: numerically stable softmax, log-softmax and cross-entropy.
 * :mod:`effpt.viz`: plotting helpers pages share, such as the autograd graph.
+* :mod:`effpt.ops`: reference implementations the compilation pages build up to.
 * :mod:`effpt.gallery`: the hooks sphinx-gallery calls between examples.
 """
 

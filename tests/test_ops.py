@@ -1,0 +1,265 @@
+"""effpt.ops against the naive versions the gallery pages start from."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from effpt.ops import batch_gather, box_iou, uniformity_loss
+
+SETTINGS = settings(deadline=None, max_examples=60)
+
+
+# -- batch_gather --------------------------------------------------------------------
+
+
+def naive_batch_gather(tensor: torch.Tensor, indices: torch.Tensor) -> torch.Tensor:
+    return torch.stack([tensor[i][indices[i]] for i in range(tensor.shape[0])])
+
+
+@st.composite
+def gather_case(draw):
+    batch = draw(st.integers(1, 5))
+    n = draw(st.integers(1, 6))
+    rest = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    k = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+    seed = draw(st.integers(0, 2**31 - 1))
+    gen = torch.Generator().manual_seed(seed)
+    tensor = torch.randn((batch, n, *rest), dtype=torch.float64, generator=gen)
+    index = torch.randint(-n, n, (batch, *k), generator=gen)
+    return tensor, index
+
+
+@SETTINGS
+@given(gather_case())
+def test_batch_gather_matches_the_loop(case):
+    tensor, index = case
+    out = batch_gather(tensor, index)
+    expected = naive_batch_gather(tensor, index)
+    assert out.shape == expected.shape
+    assert torch.equal(out, expected)
+
+
+@SETTINGS
+@given(gather_case())
+def test_batch_gather_gradient_matches_the_loop(case):
+    tensor, index = case
+    weights = torch.randn(naive_batch_gather(tensor, index).shape, dtype=torch.float64)
+    a = tensor.clone().requires_grad_()
+    b = tensor.clone().requires_grad_()
+    (batch_gather(a, index) * weights).sum().backward()
+    (naive_batch_gather(b, index) * weights).sum().backward()
+    torch.testing.assert_close(a.grad, b.grad)
+
+
+def test_batch_gather_keeps_integer_dtype():
+    x = torch.arange(6).reshape(2, 3)
+    out = batch_gather(x, torch.tensor([[2], [0]]))
+    assert out.dtype == torch.int64
+    assert out.tolist() == [[2], [3]]
+
+
+def test_batch_gather_names_both_shapes_on_batch_mismatch():
+    with pytest.raises(ValueError, match=r"input has shape \(3, 4\) and index has shape \(2,\)"):
+        batch_gather(torch.zeros(3, 4), torch.zeros(2, dtype=torch.long))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool])
+def test_batch_gather_rejects_non_integer_index(dtype):
+    with pytest.raises(TypeError, match=f"index must be an integer tensor, got dtype {dtype}"):
+        batch_gather(torch.zeros(2, 3), torch.zeros(2, 1, dtype=dtype))
+
+
+def test_batch_gather_rejects_one_dimensional_input():
+    with pytest.raises(
+        ValueError, match=r"input must have shape \(batch, n, \.\.\.\), got shape \(4,\)"
+    ):
+        batch_gather(torch.zeros(4), torch.zeros(4, dtype=torch.long))
+
+
+def test_batch_gather_rejects_non_tensors():
+    with pytest.raises(TypeError, match=r"index must be a torch\.Tensor, got list"):
+        batch_gather(torch.zeros(2, 3), [[0], [1]])
+
+
+def test_batch_gather_rejects_indices_on_another_device():
+    with pytest.raises(ValueError, match="index is on meta but input is on cpu"):
+        batch_gather(torch.zeros(2, 3), torch.zeros(2, 1, dtype=torch.long, device="meta"))
+
+
+def test_batch_gather_out_of_range_raises():
+    with pytest.raises(IndexError):
+        batch_gather(torch.zeros(2, 3), torch.tensor([[0], [3]]))
+
+
+# -- box_iou ---------------------------------------------------------------------------
+
+
+def scalar_iou(a, b, eps=1e-5):
+    """IoU of two (x, y, w, h) boxes in plain Python floats (double precision)."""
+    ax, ay, aw, ah = a
+    bx, by, bw, bh = b
+    iw = max(0.0, min(ax + aw, bx + bw) - max(ax, bx))
+    ih = max(0.0, min(ay + ah, by + bh) - max(ay, by))
+    inter = iw * ih
+    return inter / max(aw * ah + bw * bh - inter, eps)
+
+
+coordinate = st.floats(-100, 100, allow_nan=False, width=32)
+extent = st.floats(0, 50, allow_nan=False, width=32)
+box = st.tuples(coordinate, coordinate, extent, extent)
+box_pairs = st.lists(st.tuples(box, box), min_size=1, max_size=20)
+
+
+@SETTINGS
+@given(box_pairs)
+def test_box_iou_matches_scalar_reference(pairs):
+    boxes1 = torch.tensor([p[0] for p in pairs], dtype=torch.float64)
+    boxes2 = torch.tensor([p[1] for p in pairs], dtype=torch.float64)
+    expected = torch.tensor([scalar_iou(a, b) for a, b in pairs], dtype=torch.float64)
+    got = box_iou(boxes1, boxes2)
+    torch.testing.assert_close(got, expected, rtol=1e-9, atol=1e-12)
+    assert ((got >= 0) & (got <= 1 + 1e-12)).all()
+    torch.testing.assert_close(box_iou(boxes2, boxes1), got)
+
+
+# Boxes at least 1 wide: float32 rounds coordinates near 100 by ~1e-5, which would
+# dominate the IoU of much thinner boxes.
+wide_box = st.tuples(coordinate, coordinate, st.floats(1, 50, width=32), st.floats(1, 50, width=32))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(wide_box, wide_box), min_size=1, max_size=20))
+def test_box_iou_float32_is_close_to_float64(pairs):
+    boxes1 = torch.tensor([p[0] for p in pairs], dtype=torch.float64)
+    boxes2 = torch.tensor([p[1] for p in pairs], dtype=torch.float64)
+    reference = box_iou(boxes1, boxes2)
+    got = box_iou(boxes1.float(), boxes2.float())
+    torch.testing.assert_close(got.double(), reference, rtol=0, atol=2e-4)
+
+
+def test_box_iou_all_pairs_by_broadcasting():
+    a = torch.tensor([[0.0, 0.0, 2.0, 2.0], [10.0, 10.0, 1.0, 1.0]])
+    b = torch.tensor([[0.0, 0.0, 2.0, 2.0], [1.0, 0.0, 2.0, 2.0], [10.5, 10.0, 1.0, 1.0]])
+    got = box_iou(a[:, None], b[None])  # (2, 3)
+    expected = torch.tensor([[1.0, 2 / 6, 0.0], [0.0, 0.0, 0.5 / 1.5]])
+    torch.testing.assert_close(got, expected)
+
+
+def test_box_iou_empty_boxes_give_zero_not_nan():
+    empty = torch.zeros(3, 4)
+    assert torch.equal(box_iou(empty, empty), torch.zeros(3))
+
+
+@pytest.mark.parametrize(
+    ("boxes1", "boxes2", "error", "match"),
+    [
+        (torch.zeros(2, 3), torch.zeros(2, 4), ValueError, r"boxes1 must have shape \(\.\.\., 4\)"),
+        (
+            torch.zeros(2, 4),
+            torch.zeros(4, dtype=torch.int64),
+            TypeError,
+            "boxes2 must be a floating",
+        ),
+        (torch.zeros(2, 4), torch.zeros(3, 4), ValueError, r"got shapes \(2, 4\) and \(3, 4\)"),
+    ],
+)
+def test_box_iou_rejects_bad_boxes(boxes1, boxes2, error, match):
+    with pytest.raises(error, match=match):
+        box_iou(boxes1, boxes2)
+
+
+def test_box_iou_rejects_non_positive_eps():
+    with pytest.raises(ValueError, match=r"eps must be > 0, got 0\.0"):
+        box_iou(torch.zeros(4), torch.zeros(4), eps=0.0)
+
+
+# -- uniformity_loss ---------------------------------------------------------------------
+
+
+def naive_uniformity(x: torch.Tensor, t: float) -> torch.Tensor:
+    return torch.pdist(x, p=2).pow(2).mul(-t).exp().mean().log()
+
+
+@st.composite
+def points(draw):
+    n = draw(st.integers(2, 24))
+    d = draw(st.integers(1, 8))
+    seed = draw(st.integers(0, 2**31 - 1))
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, dtype=torch.float64, generator=gen)
+    if draw(st.booleans()):
+        x = torch.nn.functional.normalize(x, dim=1)
+    return x
+
+
+temperature = st.floats(0.1, 5.0)
+
+
+@SETTINGS
+@given(points(), temperature)
+def test_uniformity_matches_pdist_form(x, t):
+    torch.testing.assert_close(uniformity_loss(x, t), naive_uniformity(x, t), rtol=1e-9, atol=1e-9)
+
+
+@SETTINGS
+@given(points(), temperature)
+def test_uniformity_gradient_matches_pdist_form(x, t):
+    a = x.clone().requires_grad_()
+    b = x.clone().requires_grad_()
+    (ga,) = torch.autograd.grad(uniformity_loss(a, t), a)
+    (gb,) = torch.autograd.grad(naive_uniformity(b, t), b)
+    torch.testing.assert_close(ga, gb, rtol=1e-7, atol=1e-9)
+
+
+def test_uniformity_stays_finite_where_the_naive_form_underflows():
+    x = torch.tensor([[0.0], [10.0], [30.0]], dtype=torch.float64)
+    t = 100.0  # exp(-t * 100) underflows to 0 in float64, so the naive form gives -inf
+    assert naive_uniformity(x, t).item() == -math.inf
+    expected = -t * 100 + math.log(1 + math.exp(-t * 300) + math.exp(-t * 800)) - math.log(3)
+    assert uniformity_loss(x, t).item() == pytest.approx(expected)
+
+
+def test_uniformity_float32_close_to_float64():
+    gen = torch.Generator().manual_seed(1)
+    x = torch.nn.functional.normalize(
+        torch.randn(256, 32, generator=gen, dtype=torch.float64), dim=1
+    )
+    reference = naive_uniformity(x, 2.0).item()
+    assert uniformity_loss(x.float(), 2.0).item() == pytest.approx(reference, abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("x", "t", "error", "match"),
+    [
+        (torch.zeros(1, 3), 2.0, ValueError, r"got shape \(1, 3\)"),
+        (torch.zeros(4), 2.0, ValueError, r"got shape \(4,\)"),
+        (torch.zeros(3, 2, dtype=torch.int64), 2.0, TypeError, "floating-point"),
+        (torch.zeros(3, 2), 0.0, ValueError, "t must be positive and finite, got 0.0"),
+        (torch.zeros(3, 2), math.inf, ValueError, "t must be positive and finite, got inf"),
+        (torch.zeros(3, 2), "2", TypeError, "t must be a real number, got str"),
+    ],
+)
+def test_uniformity_rejects_bad_arguments(x, t, error, match):
+    with pytest.raises(error, match=match):
+        uniformity_loss(x, t)
+
+
+@pytest.mark.parametrize("bad", [3, -4])
+def test_batch_gather_never_reads_a_neighbouring_row(bad):
+    x = torch.arange(6.0).reshape(2, 3)  # a flat index of 3 would be row 1's first entry
+    with pytest.raises(IndexError):
+        batch_gather(x, torch.tensor([[0], [bad]]))
+    with pytest.raises(IndexError):
+        batch_gather(x, torch.tensor([[bad], [0]]))
+
+
+def test_batch_gather_from_empty_rows():
+    x = torch.zeros(2, 0, 3)
+    assert batch_gather(x, torch.zeros(2, 0, dtype=torch.long)).shape == (2, 0, 3)
+    with pytest.raises(IndexError, match="no rows to pick from"):
+        batch_gather(x, torch.zeros(2, 1, dtype=torch.long))
