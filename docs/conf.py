@@ -120,6 +120,22 @@ EXTERNAL_ROOTS = {
     "multiprocessing",
     "io",
     "PIL",
+    "time",
+    "timeit",
+    "contextlib",
+    "concurrent",
+    "tempfile",
+    "re",
+    "functools",
+    "itertools",
+    "math",
+    "subprocess",
+    "socket",
+    "sys",
+    "inspect",
+    "copy",
+    "pickle",
+    "datetime",
 }
 BUILTIN_NAMES = set(dir(builtins))
 

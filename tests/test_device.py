@@ -58,7 +58,7 @@ def test_describe_cpu_names_threads_and_torch(monkeypatch):
     monkeypatch.setattr(dev, "_cpu_name", lambda: "Test CPU 9000")
     line = dev.describe("cpu")
     assert "Test CPU 9000" in line
-    assert f"{torch.get_num_threads()} threads" in line
+    assert f"{torch.get_num_threads()} thread" in line
     assert line.endswith(f" · torch {dev.torch_version()}")
     assert "+" not in dev.torch_version()
 

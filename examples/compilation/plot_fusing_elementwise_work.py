@@ -75,14 +75,8 @@ from torch._inductor.utils import run_and_get_code
 from effpt.bench import format_seconds
 
 # sphinx_gallery_start_ignore
-# torch 2.13's compiler imports torch.utils.mkldnn, which still applies the deprecated
-# @torch.jit.script_method at import time; this site makes deprecation warnings errors.
-warnings.filterwarnings(
-    "ignore", message=r"`torch\.jit\.script_method` is deprecated", category=DeprecationWarning
-)
 graphs_before = torch._dynamo.utils.counters["stats"]["unique_graphs"]
 # sphinx_gallery_end_ignore
-
 iou_compiled = torch.compile(iou, dynamic=True)
 start = time.perf_counter()
 fused, sources = run_and_get_code(iou_compiled, boxes1, boxes2)

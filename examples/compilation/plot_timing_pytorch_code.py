@@ -84,15 +84,6 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
     return 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * x**3)))
 
 
-# sphinx_gallery_start_ignore
-# torch 2.13's compiler imports torch.utils.mkldnn, which still applies the deprecated
-# @torch.jit.script_method at import time; this site makes deprecation warnings errors.
-import warnings
-
-warnings.filterwarnings(
-    "ignore", message=r"`torch\.jit\.script_method` is deprecated", category=DeprecationWarning
-)
-# sphinx_gallery_end_ignore
 compiled_gelu = torch.compile(gelu_tanh)
 x = torch.randn(100_000, device=device)
 synchronize(device)

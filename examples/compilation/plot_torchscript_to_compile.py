@@ -160,13 +160,6 @@ import time
 
 from effpt.bench import format_seconds, time_callable
 
-# sphinx_gallery_start_ignore
-# torch 2.13's compiler imports torch.utils.mkldnn, which still applies the deprecated
-# @torch.jit.script_method at import time; this site makes deprecation warnings errors.
-warnings.filterwarnings(
-    "ignore", message=r"`torch\.jit\.script_method` is deprecated", category=DeprecationWarning
-)
-# sphinx_gallery_end_ignore
 compiled = torch.compile(square_per_dim)
 square = torch.full((2, 2), 2.0)
 for x in (square, cube):

@@ -140,7 +140,7 @@ def describe(device: torch.device | str | None = None) -> str:
     Examples
     --------
     >>> line = describe("cpu")
-    >>> "CPU" in line and f"{torch.get_num_threads()} threads" in line
+    >>> "CPU" in line and f"{torch.get_num_threads()} thread" in line
     True
     >>> line.endswith(f"· torch {torch_version()}")
     True
@@ -155,4 +155,4 @@ def describe(device: torch.device | str | None = None) -> str:
     model = _cpu_name()
     arch = platform.machine()
     label = f"{arch} CPU" if model in ("", arch) else f"{arch} CPU ({model})"
-    return f"{label}, {threads} threads · torch {torch_version()}"
+    return f"{label}, {threads} thread{'s' if threads != 1 else ''} · torch {torch_version()}"

@@ -69,6 +69,9 @@ _saved_filters: list[tuple[Any, ...]] = []
 #: in a threaded process, stay warnings.
 POLICY_MODULES = r"(torch|numpy|effpt|__main__)(\.|$)"
 
+#: A deprecation that torch raises against itself; ignored (see apply_warning_policy).
+TORCH_INTERNAL_DEPRECATION = r"`torch\.jit\.script_method` is deprecated"
+
 
 def apply_warning_policy() -> None:
     """Make deprecation warnings errors, so that no page teaches a deprecated API by accident.
@@ -91,6 +94,11 @@ def apply_warning_policy() -> None:
     warnings.simplefilter("default")
     for category in (DeprecationWarning, FutureWarning):
         warnings.filterwarnings("error", category=category, module=POLICY_MODULES)
+    # torch's own use of a deprecated API, not the reader's: Inductor imports
+    # torch.utils.mkldnn, which applies @torch.jit.script_method at import (torch 2.13).
+    warnings.filterwarnings(
+        "ignore", message=TORCH_INTERNAL_DEPRECATION, category=DeprecationWarning
+    )
 
 
 def _restore_filters(saved: list[tuple[Any, ...]]) -> None:
