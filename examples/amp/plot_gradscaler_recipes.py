@@ -124,8 +124,8 @@ assert scaled_norm > 1000 * norm_before
 # Four micro-batches of 8 make an effective batch of 32. The gradients stay scaled, and
 # the scale constant, until the effective batch is complete; only then may they be
 # unscaled (here, to compare them), and only then do ``step`` and ``update`` run. The
-# check: at the boundary the accumulated gradient equals the gradient of one batch of
-# 32 computed by an identical model. (This scaler starts at 2¹⁰ so that the one
+# check: at the boundary the accumulated gradient equals, up to float16 rounding, the
+# gradient of one batch of 32 computed by an identical model. (This scaler starts at 2¹⁰ so that the one
 # effective batch checked here is not a skipped one.)
 import copy
 
@@ -158,7 +158,7 @@ print(f"accumulated vs big-batch gradient: relative difference {gap:.1e}")
 
 # sphinx_gallery_start_ignore
 assert unchanged
-assert gap < 1e-3, gap
+assert gap < 5e-3, gap  # float16 rounding, summed in a different order
 # sphinx_gallery_end_ignore
 
 

@@ -113,7 +113,7 @@ assert max(acts.max(), params.max()).item() * scale < fp16.max
 import matplotlib.pyplot as plt
 import numpy as np
 
-bins = np.linspace(-14, 5, 96)
+bins = np.linspace(-10, 5, 91)  # log10 of the magnitudes
 fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
 for grads, label, color in (
     (acts, "activation gradients", "C0"),

@@ -7,7 +7,7 @@ around it is what makes a distributed page safe to execute inside a documentatio
 - :func:`free_port` asks the operating system for a free TCP port (and
   :func:`run_ddp` retries with a new one if another program takes it first);
 - every rank's process group has a bounded timeout, and the parent gives up after
-  :attr:`DDPConfig.timeout_s` seconds in all, terminating the ranks, so a rank that
+  ``DDPConfig.timeout_s`` seconds in all, terminating the ranks, so a rank that
   hangs fails the page with :class:`DDPTimeoutError` instead of hanging the build;
 - a rank that raises makes the others stop and surfaces as :class:`DDPWorkerError`
   with the rank's traceback;
@@ -57,7 +57,7 @@ class DDPWorkerError(RuntimeError):
 
 
 class DDPTimeoutError(TimeoutError):
-    """The ranks did not all finish within :attr:`DDPConfig.timeout_s`; they were terminated."""
+    """The ranks did not all finish within ``DDPConfig.timeout_s``; they were terminated."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -102,6 +102,7 @@ class AutocastMLP(nn.Module):
         self.last_autocast = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Map ``x`` of shape ``(batch, features)`` to ``(batch, 1)``, under autocast."""
         enabled = self.autocast_dtype is not None
         dtype = self.autocast_dtype or torch.float32
         with torch.autocast(self.device_type, dtype=dtype, enabled=enabled):
