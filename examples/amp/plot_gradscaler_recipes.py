@@ -258,28 +258,30 @@ from torch.amp import custom_bwd, custom_fwd
 
 class PlainMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a.mm(b)
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
 
     @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return grad.mm(b.t()), a.t().mm(grad)
+    def backward(ctx, grad_out):
+        x, w = ctx.saved_tensors
+        return grad_out @ w.T, x.T @ grad_out
 
 
 class AmpMM(torch.autograd.Function):
+    """The same product, made autocast-aware by two decorators."""
+
     @staticmethod
     @custom_fwd(device_type=device.type)
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return a.mm(b)
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        return x @ w
 
     @staticmethod
     @custom_bwd(device_type=device.type)
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        return grad.mm(b.t()), a.t().mm(grad)
+    def backward(ctx, grad_out):
+        x, w = ctx.saved_tensors
+        return grad_out @ w.T, x.T @ grad_out
 
 
 # %%
