@@ -1,0 +1,187 @@
+"""
+Predict the dtype autocast gives each operation
+===============================================
+
+Inside a :func:`torch.autocast` region the same float32 tensors produce 16-bit results
+from some operations and float32 results from others, and it pays to know which before
+debugging a dtype error or a loss that went to ``nan``. This page runs one operation of
+each kind, builds the table of what autocast lowers and what it keeps in float32 on this
+device, and shows why the backward pass needs no autocast of its own.
+"""
+
+# %%
+# Which device, which 16-bit type
+# -------------------------------
+# On a CUDA GPU autocast uses float16, whose tensor-core kernels are fast. On a CPU this
+# page uses bfloat16, the type CPU autocast is built for: it has float32's exponent
+# range, so it trades precision, not range. :func:`effpt.device.autocast_dtype` makes
+# that choice; the line below says which one this build took.
+import torch
+
+from effpt.device import autocast_dtype, describe, pick_device
+
+torch.manual_seed(0)
+device = pick_device()
+low = autocast_dtype(device)  # float16 on CUDA, bfloat16 on CPU
+print(describe(device))
+print(f"autocast on {device.type} uses {low}")
+
+# %%
+# A product goes low, a sum stays float32
+# ---------------------------------------
+# ``x`` and ``y`` are ordinary float32 tensors. Under autocast the matrix product comes
+# out in the 16-bit type, because its inputs were cast down before the kernel ran. The
+# addition is left alone: autocast only touches operations on its lists.
+x = torch.rand(32, 32, device=device)
+y = torch.rand(32, 32, device=device)
+with torch.autocast(device.type, dtype=low):
+    total = x + y
+    product = x @ y
+print(f"x + y -> {total.dtype}")
+print(f"x @ y -> {product.dtype}")
+
+# sphinx_gallery_start_ignore
+assert total.dtype == torch.float32
+assert product.dtype == low
+# sphinx_gallery_end_ignore
+
+# %%
+# Mixed inputs
+# ------------
+# Now give ``y`` the 16-bit type. Outside autocast, a matrix product of float32 and a
+# 16-bit tensor is an error. Inside, autocast casts both operands to the 16-bit type and
+# the product succeeds. The addition still returns float32, but not thanks to autocast:
+# ordinary type promotion picks the wider of the two types.
+y_low = y.to(low)
+try:
+    x @ y_low
+except RuntimeError as err:
+    print(f"without autocast: RuntimeError: {err}")
+with torch.autocast(device.type, dtype=low):
+    print(f"with autocast: x @ y_low -> {(x @ y_low).dtype}, x + y_low -> {(x + y_low).dtype}")
+
+# sphinx_gallery_start_ignore
+with torch.autocast(device.type, dtype=low):
+    assert (x @ y_low).dtype == low
+    assert (x + y_low).dtype == torch.float32
+# sphinx_gallery_end_ignore
+
+# %%
+# The lists, measured
+# -------------------
+# Each operation below runs twice under autocast: once on a float32 input and once on a
+# 16-bit input. An op that turns float32 into the 16-bit type is *lowered*; one that
+# turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow their
+# inputs*. Read the table for your device: the CUDA lists keep many numerically touchy
+# ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 because
+# float16 overflows above 65504. CPU autocast with bfloat16 cannot overflow that way, so
+# it keeps far fewer, mostly losses.
+import torch.nn.functional as F
+
+labels = torch.zeros(8, dtype=torch.long, device=device)
+ops = {
+    "matmul": lambda t: t @ t,
+    "linear": lambda t: F.linear(t, t),
+    "conv2d": lambda t: F.conv2d(t[None, None], t[None, None, :3, :3]),
+    "add": lambda t: t + t,
+    "relu": F.relu,
+    "exp": torch.exp,
+    "log": torch.log,
+    "sum": torch.sum,
+    "softmax": lambda t: F.softmax(t, dim=-1),
+    "layer_norm": lambda t: F.layer_norm(t, t.shape[-1:]),
+    "mse_loss": lambda t: F.mse_loss(t, torch.zeros_like(t)),
+    "cross_entropy": lambda t: F.cross_entropy(t, labels),
+    "prod": torch.prod,
+}
+
+# %%
+# The table is built by running every op, not copied from the documentation.
+t32 = torch.rand(8, 8, device=device) + 0.5  # (8, 8), positive so that log is finite
+verdicts = {}
+print(f"{'op':<15}{'float32 in':>12}{'16-bit in':>12}   verdict")
+for name, op in ops.items():
+    with torch.autocast(device.type, dtype=low):
+        from32, from16 = op(t32).dtype, op(t32.to(low)).dtype
+    if from32 == low:
+        verdicts[name] = "lowered"
+    elif from16 == torch.float32:
+        verdicts[name] = "kept in float32"
+    else:
+        verdicts[name] = "follows inputs"
+    short = {torch.float32: "float32", low: str(low).removeprefix("torch.")}
+    print(f"{name:<15}{short[from32]:>12}{short[from16]:>12}   {verdicts[name]}")
+
+# sphinx_gallery_start_ignore
+for name in ("matmul", "linear", "conv2d"):
+    assert verdicts[name] == "lowered", (name, verdicts[name])
+for name in ("add", "relu"):
+    assert verdicts[name] == "follows inputs", (name, verdicts[name])
+if device.type == "cuda":
+    for name in ("softmax", "log", "sum", "exp", "layer_norm", "mse_loss"):
+        assert verdicts[name] == "kept in float32", (name, verdicts[name])
+if device.type == "cpu":
+    for name in ("mse_loss", "cross_entropy", "prod"):
+        assert verdicts[name] == "kept in float32", (name, verdicts[name])
+    for name in ("softmax", "log", "sum"):
+        assert verdicts[name] == "follows inputs", (name, verdicts[name])
+# sphinx_gallery_end_ignore
+
+# %%
+# On a CPU, ``softmax``, ``log`` and ``sum`` follow their inputs, while the losses
+# (``mse_loss``, ``cross_entropy``) and ``prod`` are computed in float32. On a CUDA GPU
+# the float32 column also holds ``softmax``, ``log``, ``sum``, ``exp`` and
+# ``layer_norm``. Either way, the ops that do most of the arithmetic (matrix products,
+# linear layers, convolutions) are the ones lowered.
+lowered = [name for name, verdict in verdicts.items() if verdict == "lowered"]
+kept = [name for name, verdict in verdicts.items() if verdict == "kept in float32"]
+print(f"lowered on {device.type}: {', '.join(lowered)}")
+print(f"kept in float32 on {device.type}: {', '.join(kept)}")
+
+# %%
+# Autocast the forward pass, not the backward
+# -------------------------------------------
+# Autograd remembers the dtype each forward op ran in, and the matching backward op runs
+# in that same dtype. So the gradient flowing into the product ``h`` is 16-bit, while
+# the gradient of the float32 weight ``w`` is float32, like ``w`` itself. Running
+# ``backward()`` inside the autocast region as well changes nothing: the gradients are
+# bit for bit the same. Close the region after the loss.
+w = torch.randn(32, 32, device=device, requires_grad=True)
+
+
+def gradients(backward_under_autocast: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    w.grad = None
+    with torch.autocast(device.type, dtype=low):
+        h = x @ w  # (32, 32), 16-bit
+        h.retain_grad()
+        loss = h.float().pow(2).mean()
+        if backward_under_autocast:
+            loss.backward()
+    if not backward_under_autocast:
+        loss.backward()
+    return h.grad, w.grad.clone()
+
+
+h_grad, w_grad = gradients(backward_under_autocast=False)
+_, w_grad_inside = gradients(backward_under_autocast=True)
+print(f"h.grad: {h_grad.dtype}, w.grad: {w_grad.dtype}")
+print(f"backward inside autocast gives identical gradients: {torch.equal(w_grad, w_grad_inside)}")
+
+# sphinx_gallery_start_ignore
+assert h_grad.dtype == low
+assert w_grad.dtype == torch.float32
+assert torch.equal(w_grad, w_grad_inside)
+# sphinx_gallery_end_ignore
+
+# %%
+# Summary
+# -------
+# - Under :func:`torch.autocast`, matrix products, linear layers and convolutions run
+#   in the 16-bit type even on float32 inputs; additions and activations follow their
+#   inputs.
+# - Which ops autocast keeps in float32 depends on the device: many on CUDA with
+#   float16, only a few (mostly losses) on CPU with bfloat16. Run the table above on
+#   your own machine rather than guessing.
+# - Mixed float32/16-bit inputs that would be an error outside autocast are cast for
+#   you inside it.
+# - Wrap the forward pass and the loss; call ``backward()`` after the region closes.
