@@ -11,6 +11,8 @@ worker processes must be able to import. Each module covers one concern:
 * :mod:`effpt.numerics`: numerically stable softmax, log-softmax and cross-entropy.
 * :mod:`effpt.viz`: plotting helpers pages share, such as the autograd graph.
 * :mod:`effpt.ops`: reference implementations the compilation pages build up to.
+* :mod:`effpt.amp`: the checkerboard task and float16 helpers of the mixed-precision pages.
+* :mod:`effpt.ddp`: a spawnable DistributedDataParallel worker with bounded timeouts.
 * :mod:`effpt.gallery`: the hooks sphinx-gallery calls between examples.
 """
 

@@ -26,3 +26,25 @@ def check_int(name: str, value: object, minimum: int) -> int:
         msg = f"{name} must be >= {minimum}, got {value}"
         raise ValueError(msg)
     return value
+
+
+def check_float_tensor(name: str, value: object) -> None:
+    """Raise TypeError unless ``value`` is a floating-point :class:`torch.Tensor`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> check_float_tensor("logits", torch.zeros(2))
+    >>> check_float_tensor("logits", torch.zeros(2, dtype=torch.int64))
+    Traceback (most recent call last):
+    ...
+    TypeError: logits must have a floating-point dtype, got torch.int64
+    """
+    import torch  # noqa: PLC0415  (keeps this module import-light)
+
+    if not isinstance(value, torch.Tensor):
+        msg = f"{name} must be a torch.Tensor, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not value.is_floating_point():
+        msg = f"{name} must have a floating-point dtype, got {value.dtype}"
+        raise TypeError(msg)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from effpt._validate import check_float_tensor
+
 __all__ = ["checkerboard", "checkerboard_task", "coordinate_grid", "float16_flush_fraction"]
 
 
@@ -126,12 +128,7 @@ def float16_flush_fraction(values: torch.Tensor, scale: float = 1.0) -> float:
     ...
     ValueError: scale must be a positive finite number, got 0
     """
-    if not isinstance(values, torch.Tensor):
-        msg = f"values must be a torch.Tensor, got {type(values).__name__}"
-        raise TypeError(msg)
-    if not values.is_floating_point():
-        msg = f"values must have a floating-point dtype, got {values.dtype}"
-        raise TypeError(msg)
+    check_float_tensor("values", values)
     scale_ok = isinstance(scale, (int, float)) and not isinstance(scale, bool)
     if not scale_ok or not (0 < scale < float("inf")):
         msg = f"scale must be a positive finite number, got {scale!r}"

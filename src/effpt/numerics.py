@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from effpt._validate import check_float_tensor
+
 __all__ = ["REDUCTIONS", "cross_entropy", "log_softmax", "softmax"]
 
 #: Values accepted by the ``reduction`` argument of :func:`cross_entropy`.
@@ -25,12 +27,7 @@ REDUCTIONS = ("mean", "sum", "none")
 
 def _check_logits(logits: object, dim: object, name: str = "logits") -> int:
     """Validate ``logits`` and ``dim``; return ``dim`` as a non-negative index."""
-    if not isinstance(logits, torch.Tensor):
-        msg = f"{name} must be a torch.Tensor, got {type(logits).__name__}"
-        raise TypeError(msg)
-    if not logits.is_floating_point():
-        msg = f"{name} must have a floating-point dtype, got {logits.dtype}"
-        raise TypeError(msg)
+    check_float_tensor(name, logits)
     if logits.ndim == 0:
         msg = f"{name} must have at least one dimension, got a 0-d tensor"
         raise ValueError(msg)
