@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import numpy as np
@@ -82,6 +83,7 @@ def test_records_file_is_named_then_cleared(conf):
 def test_call_memory_sees_a_large_allocation():
     def allocate():
         block = torch.ones(64 * 2**20, dtype=torch.uint8)  # 64 MiB, touched
+        time.sleep(0.2)  # held for several sampling periods, as a page holds its tensors
         return int(block[::4096].sum())
 
     base, _ = gallery.call_memory(lambda: None)
