@@ -7,6 +7,8 @@ cast there, small gradients lose their digits or become exactly zero and trainin
 stalls without an error. This page collects real gradients from a small network, counts
 how many float16 would damage with and without a scale factor, and then watches
 :class:`torch.amp.GradScaler` skip a step on overflow, halve its scale and grow it back.
+
+For the background on ranges and subnormals, read :doc:`/explanations/floating_point`.
 """
 
 # %%

@@ -7,6 +7,8 @@ another, and such claims are only as good as the timing behind them. This page s
 the three classic mistakes (timing asynchronous work, timing the first call, letting
 hidden synchronisations in), the tools that avoid them, and a worked case where
 measuring changes which formula you should use.
+
+Why the rules below exist is explained in :doc:`/explanations/timing`.
 """
 
 # %%

@@ -6,6 +6,8 @@ Random crops, flips and noise only help training if they differ from item to ite
 DataLoader worker starts from a copy of the dataset, and a random generator copied with
 its state draws the same numbers in every copy. This page shows the duplicated draws, two
 ways to fix them, and how a seeded generator on the DataLoader makes a run repeatable.
+
+How workers get their copies is explained in :doc:`/explanations/workers`.
 """
 
 # %%

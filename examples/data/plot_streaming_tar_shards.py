@@ -8,6 +8,8 @@ shards, but every DataLoader worker runs its own copy of the stream, and a naive
 delivers each item once per worker. This page shows the duplicates, splits the work with
 :func:`torch.utils.data.get_worker_info` so that every item arrives exactly once for any
 number of shards and workers, and measures throughput against ``num_workers``.
+
+Why streams duplicate under workers is explained in :doc:`/explanations/workers`.
 """
 
 # %%

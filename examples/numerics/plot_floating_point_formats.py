@@ -7,6 +7,8 @@ be, and mixed precision puts float16, bfloat16 and even 8-bit floats in the midd
 training. This page reads those limits from :class:`torch.finfo`, then shows what happens
 just past them: ``nan`` from an identity, sums that stop growing, and accumulated
 rounding error that depends on how you add.
+
+For the background, read :doc:`/explanations/floating_point`.
 """
 
 # %%

@@ -7,6 +7,8 @@ about 88, and a cross-entropy built on it returns ``inf`` even earlier; both poi
 every gradient behind them. This page breaks the textbook versions, fixes them with two
 rewrites (subtract the maximum, use log-sum-exp), measures the error against float64,
 and applies the same idea to binary cross-entropy, ``log1p`` and ``expm1``.
+
+For the background, read :doc:`/explanations/floating_point`.
 """
 
 # %%
