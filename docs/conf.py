@@ -7,6 +7,7 @@ effpt.gallery holds the hooks it calls between examples.
 from __future__ import annotations
 
 import builtins
+import multiprocessing
 import os
 import sys
 import urllib.request
@@ -150,6 +151,10 @@ def _offline_reference(app, env, node, contnode):  # noqa: ARG001  (Sphinx's sig
         return contnode if isinstance(contnode, nodes.Node) else None
     return None
 
+
+# Where workers start by forkserver (Linux from Python 3.14), each would import torch
+# afresh; preloading it in the server makes the data pages as fast as under fork.
+multiprocessing.set_forkserver_preload(["torch", "effpt.data"])
 
 # -- sphinx-gallery --------------------------------------------------------------------
 FAMILIES = ["basics", "broadcasting", "compilation", "numerics", "data", "amp"]
