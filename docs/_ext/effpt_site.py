@@ -98,14 +98,18 @@ class FamiliesDirective(Directive):
         for number, folder in enumerate(_family_dirs(app), start=1):
             title, intro = _header_title_and_intro(folder)
             order = _reading_order(folder)
-            first = Path(order[0]).stem
+            # The first page in reading order that drew a figure gives the card its picture.
+            images = _generated(app) / folder.name / "images"
+            stems = [Path(name).stem for name in order]
+            drawn = [s for s in stems if (images / f"sphx_glr_{s}_001.png").is_file()]
+            first = (drawn or stems)[0]
             thumb = f"/{gallery}/{folder.name}/images/thumb/sphx_glr_{first}_thumb.png"
             pages = f"{len(order)} page{'s' if len(order) != 1 else ''}"
             lines += [
                 "   .. container:: effpt-card",
                 "",
                 f"      .. image:: {thumb}",
-                f"         :alt: Thumbnail of the first page of {title}",
+                f"         :alt: A figure from {title}",
                 "         :width: 160px",
                 "",
                 f"      **{number}.** :doc:`{title} </{gallery}/{folder.name}/index>`",
