@@ -210,3 +210,32 @@ def test_narrow_formats_keep_their_dtype_and_are_computed_in_float32(dtype):
 def test_bad_arguments_raise_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+#: Shapes with at least one empty dimension: sizes 0 to 3, up to three dimensions.
+shapes_with_an_empty_dim = (
+    st.lists(st.integers(0, 3), min_size=1, max_size=3).filter(lambda s: 0 in s).map(tuple)
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(shapes_with_an_empty_dim, st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), st.data())
+def test_empty_tensors_give_what_torch_gives(shape, dtype, data):
+    # torch.softmax over an empty dimension returns an empty tensor; ours crashed inside amax
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    logits = torch.zeros(shape, dtype=dtype, requires_grad=True)
+    target = torch.zeros(shape, dtype=dtype)
+    pairs = [
+        (numerics.softmax(logits, dim=dim), torch.softmax(logits, dim=dim)),
+        (numerics.log_softmax(logits, dim=dim), torch.log_softmax(logits, dim=dim)),
+        (
+            numerics.cross_entropy(logits, target, dim=dim, reduction="none"),
+            -(target * torch.log_softmax(logits, dim=dim)).sum(dim=dim),
+        ),
+    ]
+    for ours, theirs in pairs:
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        torch.testing.assert_close(ours, theirs)
+        (grad,) = torch.autograd.grad(ours.sum(), logits)
+        assert grad.shape == shape and not grad.any()
+    assert numerics.cross_entropy(logits, target, dim=dim, reduction="sum").item() == 0.0
