@@ -219,7 +219,11 @@ shapes_with_an_empty_dim = (
 
 
 @settings(max_examples=40, deadline=None)
-@given(shapes_with_an_empty_dim, st.sampled_from([torch.float32, torch.float16, torch.bfloat16]), st.data())
+@given(
+    shapes_with_an_empty_dim,
+    st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+    st.data(),
+)
 def test_empty_tensors_give_what_torch_gives(shape, dtype, data):
     # torch.softmax over an empty dimension returns an empty tensor; ours crashed inside amax
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
@@ -234,8 +238,30 @@ def test_empty_tensors_give_what_torch_gives(shape, dtype, data):
         ),
     ]
     for ours, theirs in pairs:
-        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        assert ours.shape == theirs.shape
+        assert ours.dtype == theirs.dtype
         torch.testing.assert_close(ours, theirs)
         (grad,) = torch.autograd.grad(ours.sum(), logits)
-        assert grad.shape == shape and not grad.any()
+        assert grad.shape == shape
+        assert not grad.any()
     assert numerics.cross_entropy(logits, target, dim=dim, reduction="sum").item() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("shape", "mean_is_nan", "torch_mean_is_nan"),
+    [((0, 3), True, True), ((3, 0), False, True)],
+    ids=["empty batch", "empty class dimension"],
+)
+def test_cross_entropy_reductions_of_empty_input(shape, mean_is_nan, torch_mean_is_nan):
+    # the mean over no examples is nan, as in torch; over examples with no classes each
+    # loss is an empty sum, 0, and so is their mean (torch divides 0 by 0 there)
+    logits, target = torch.zeros(shape), torch.zeros(shape)
+    mean = numerics.cross_entropy(logits, target, reduction="mean")
+    assert mean.isnan().item() is mean_is_nan
+    if not mean_is_nan:
+        assert mean.item() == 0.0
+    assert F.cross_entropy(logits, target).isnan().item() is torch_mean_is_nan
+    assert numerics.cross_entropy(logits, target, reduction="sum").item() == 0.0
+    losses = numerics.cross_entropy(logits, target, reduction="none")
+    assert losses.shape == (shape[0],)
+    assert not losses.any()
