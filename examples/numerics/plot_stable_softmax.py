@@ -165,15 +165,17 @@ assert naive_cross_entropy(logits, labels).item() == math.inf
 # subtracted, the small probability is ``exp(-z) / (1 + exp(-z))``; it rounds to 0, and
 # its log to ``-inf``, once ``exp(-z)`` falls below half of float32's smallest subnormal
 # (1.4e-45), a gap of ``ln(2 / 1.4e-45)`` ≈ 103.97. Later, not earlier, but still a
-# failure at logits a trained classifier can reach.
-gaps = torch.arange(8_000, 11_000, device=device) / 100  # 80.00 to 109.99, float32
+# failure at logits a trained classifier can reach. The scan runs on the CPU, whose
+# float32 keeps subnormal numbers; a device that flushes them to zero fails sooner, as
+# soon as ``exp(-z)`` drops below the smallest *normal* number (also printed).
+gaps = torch.arange(8_000, 11_000) / 100  # 80.00 to 109.99, float32, on the CPU
 pairs = torch.stack([gaps, torch.zeros_like(gaps)], dim=1)  # (steps, 2): logits [z, 0]
-pair_labels = labels.expand_as(pairs)  # (steps, 2)
+pair_labels = torch.full_like(pairs, 0.5)  # (steps, 2)
 
 
 def breaking_point(losses):
     """The last gap with a finite loss and the value just past it (None if all finite)."""
-    finite = torch.isfinite(losses).cpu()
+    finite = torch.isfinite(losses)
     if finite.all():
         return None
     first_bad = int((~finite).nonzero()[0])
@@ -187,6 +189,7 @@ for name, softmax in {"naive": naive_softmax, "max-subtracted": stable_softmax}.
     label = f"log of the {name} softmax:"
     print(f"{label:<34} finite up to a gap of {last_finite:.2f}, then {past}")
 print(f"ln(2 / smallest subnormal) = {math.log(2 / 2.0**-149):.2f}")
+print(f"ln(1 / smallest normal)    = {-math.log(torch.finfo(torch.float32).tiny):.2f}")
 
 # sphinx_gallery_start_ignore
 assert math.isnan(breaks["naive"][1]) and round(breaks["naive"][0], 2) == 88.72
