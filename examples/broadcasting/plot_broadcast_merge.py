@@ -136,6 +136,7 @@ lengths = [256, 1024, 4096, 16384] if device.type == "cuda" else [16, 64, 256, 1
 
 # sphinx_gallery_start_ignore
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -153,10 +154,18 @@ def peak_bytes(fn):
     the event's own bytes, smallest over the events. NaN if the device reported nothing.
     Nothing global is reset, so the gallery's own memory figure for the page stays true.
     """
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+    log_level = os.environ.get("KINETO_LOG_LEVEL")
+    os.environ["KINETO_LOG_LEVEL"] = "6"  # silence the profiler's own start/stop log lines
+    try:
+        with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+    finally:
+        if log_level is None:
+            del os.environ["KINETO_LOG_LEVEL"]
+        else:
+            os.environ["KINETO_LOG_LEVEL"] = log_level
     with tempfile.TemporaryDirectory() as tmp:
         trace = Path(tmp) / "trace.json"
         prof.export_chrome_trace(str(trace))
@@ -201,12 +210,14 @@ if not memory_measured:
 # sphinx_gallery_start_ignore
 if device.type == "cpu":
     assert memory_measured
-if memory_measured:
+if memory_measured and device.type in ("cpu", "cuda"):  # other allocators round sizes up
     assert all(m_mrg < m_cat for _, (m_cat, m_mrg) in results.values()), results
 # sphinx_gallery_end_ignore
 
 # %%
-# At the longest length, the memory ratio matches the count above. The speed-up is a
+# At the longest length, compare the memory ratio with the count above. On the CPU it
+# matches exactly; on a GPU, a matrix library's workspace taken from PyTorch's
+# allocator during the call would add the same amount to both. The speed-up is a
 # ratio of two noisy medians: the interval beside it runs from the slow variant's first
 # quartile over the fast one's third to the other way round, and a wide interval means
 # the machine was busy with something else while it measured. A speed-up far from
@@ -222,7 +233,7 @@ print(f"at n={n}: tile + concat needed {m_cat / m_mrg:.2f}× the peak memory of 
 # sphinx_gallery_start_ignore
 if device.type == "cpu":
     assert abs(m_cat / m_mrg - memory_ratio) < 0.1, (m_cat, m_mrg)
-elif memory_measured:
+elif memory_measured and device.type == "cuda":
     assert m_cat / m_mrg > 2.0, (m_cat, m_mrg)
 # sphinx_gallery_end_ignore
 

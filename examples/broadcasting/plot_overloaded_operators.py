@@ -105,9 +105,9 @@ assert z.data_ptr() != address
 # yourself, such as a parameter) refuses an in-place update. Autograd does record
 # in-place operations: it makes the operation the tensor's new ``grad_fn``. Done to a
 # leaf, that would turn it into the output of an operation: the tensor would no longer
-# hold the value its gradient is for, and its ``.grad``, the only place where
-# :meth:`~torch.Tensor.backward` accumulates gradients, would stop being filled. So
-# PyTorch raises instead. On ``v``, which is not a leaf, the same ``+=`` is recorded:
+# hold the value its gradient is for, and its ``.grad``, where
+# :meth:`~torch.Tensor.backward` accumulates a leaf's gradient, would stop being filled.
+# So PyTorch raises instead. On ``v``, which is not a leaf, the same ``+=`` is recorded:
 # watch its ``grad_fn``. Optimizers update parameters under :func:`torch.no_grad`,
 # where nothing is recorded and the leaf stays a leaf.
 weight = torch.ones(3, device=device, requires_grad=True)
