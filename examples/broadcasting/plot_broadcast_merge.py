@@ -151,7 +151,8 @@ def peak_bytes(fn):
 
     The profiler records one "[memory]" event per allocation and free, with the allocator's
     running total after it ("Total Allocated"). The level before ``fn`` is that total minus
-    the event's own bytes, smallest over the events. NaN if the device reported nothing.
+    the event's own bytes, smallest over the events. NaN if the device's allocator
+    reported no running total.
     Nothing global is reset, so the gallery's own memory figure for the page stays true.
     """
     log_level = os.environ.get("KINETO_LOG_LEVEL")
@@ -174,7 +175,9 @@ def peak_bytes(fn):
     totals = [
         (e["args"]["Total Allocated"], e["args"]["Bytes"])
         for e in events
-        if e.get("name") == "[memory]" and e["args"].get("Device Type") == wanted
+        if e.get("name") == "[memory]"
+        and e["args"].get("Device Type") == wanted
+        and "Total Allocated" in e["args"]  # omitted by allocators that do not count
     ]
     if not totals:
         return math.nan
