@@ -265,3 +265,9 @@ def test_cross_entropy_reductions_of_empty_input(shape, mean_is_nan, torch_mean_
     losses = numerics.cross_entropy(logits, target, reduction="none")
     assert losses.shape == (shape[0],)
     assert not losses.any()
+
+
+def test_dim_accepts_numpy_integers_as_torch_does():
+    logits = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    for fn in (numerics.softmax, numerics.log_softmax):
+        torch.testing.assert_close(fn(logits, dim=np.int64(0)), fn(logits, dim=0))
