@@ -15,6 +15,8 @@ and the result is cast back, as PyTorch's kernels do.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from effpt._validate import check_float_tensor
@@ -31,9 +33,10 @@ def _check_logits(logits: object, dim: object, name: str = "logits") -> int:
     if logits.ndim == 0:
         msg = f"{name} must have at least one dimension, got a 0-d tensor"
         raise ValueError(msg)
-    if not isinstance(dim, int) or isinstance(dim, bool):
+    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
         msg = f"dim must be an int, got {type(dim).__name__}"
         raise TypeError(msg)
+    dim = operator.index(dim)  # a NumPy integer too, as torch accepts
     if not -logits.ndim <= dim < logits.ndim:
         msg = (
             f"dim {dim} is out of range for {name} with {logits.ndim} dimension(s) "
