@@ -3,9 +3,10 @@ Compute softmax and cross-entropy without overflow
 ==================================================
 
 A softmax written straight from its formula returns ``nan`` as soon as one logit passes
-about 88.7. A cross-entropy that takes the logarithm of a softmax fails too: ``nan``
-past the same point, and ``inf`` past a gap of about 104 between two logits even when
-the softmax subtracts the maximum. Either poisons every gradient behind it. This page
+about 88.7. A cross-entropy that takes the logarithm of a softmax fails too: built on
+that softmax it returns ``nan`` past the same point, and built on a softmax that
+subtracts the maximum it still returns ``inf`` once two logits are about 104 apart.
+Either poisons every gradient behind it. This page
 breaks the textbook versions, fixes them with two rewrites (subtract the maximum, use
 log-sum-exp), measures the error against float64, shows which input each of PyTorch's
 two classification losses expects, and applies the same idea to binary cross-entropy,
