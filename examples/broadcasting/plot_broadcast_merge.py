@@ -108,7 +108,12 @@ with torch.no_grad():
 # ``tile_and_concat`` holds the concatenation, the linear output and the activation,
 # ``320 + 64 + 64 = 448`` numbers per position, while ``Merge`` never holds more than
 # two ``(batch, n, out)`` tensors, 128 per position: a ratio of 3.5. Neither count
-# includes the inputs, which both share.
+# includes the inputs, which both share. Time is another matter. At short lengths the
+# fixed cost of each operator call weighs as much as the arithmetic, and ``Merge``
+# makes four calls (two projections, an add, an activation) where the tiled path makes
+# three (copy, projection, activation); at any length the copy, the add, and how close
+# each matrix product runs to the machine's peak speed count too. The next two
+# sections measure the totals and then the parts.
 flops_ratio = (fa + fb) / fa
 memory_ratio = (fa + fb + out + out) / (2 * out)
 print(
@@ -247,6 +252,8 @@ elif memory_measured and device.type == "cuda":
 # time each step of both paths at the longest length: the tiled path's copy, its
 # 320-wide projection and its activation; ``Merge``'s 64-wide projection, its
 # once-per-sequence projection of ``b``, and the broadcast add with the activation.
+# Both whole paths are timed again in the same run, so that the steps can be checked
+# against them: if the machine's load changed while it measured, they will not add up.
 a = torch.randn(batch, n, fa, device=device)  # (batch, n, fa)
 b = torch.randn(batch, 1, fb, device=device)  # (batch, 1, fb)
 with torch.no_grad():
@@ -254,9 +261,11 @@ with torch.no_grad():
     projected = linear(ab)  # (batch, n, out)
     pa, pb = merge.proj_a(a), merge.proj_b(b)  # (batch, n, out), (batch, 1, out)
     steps = {
+        "tile + concat, whole": lambda: tile_and_concat(a, b),
         "tile + concat: cat": lambda: torch.cat([a, b.expand(-1, n, -1)], dim=2),
         "tile + concat: linear, 320 wide": lambda: linear(ab),
         "tile + concat: relu": lambda: torch.relu(projected),
+        "Merge, whole": lambda: merge(a, b),
         "Merge: linear, 64 wide": lambda: merge.proj_a(a),
         "Merge: linear of b": lambda: merge.proj_b(b),
         "Merge: add + relu": lambda: torch.relu(pa + pb),
@@ -264,23 +273,30 @@ with torch.no_grad():
     parts = compare(f"steps at n={n}", steps, device=device, show=False)
 for record in parts:
     print(f"{record.variant:<34}{format_seconds(record.median_s):>10}")
-tiled_steps = sum(r.median_s for r in parts[:3])
-merge_steps = sum(r.median_s for r in parts[3:])
-print(
-    f"sum of the steps: tile + concat {format_seconds(tiled_steps)}, Merge {format_seconds(merge_steps)}"
+by_name = {r.variant: r for r in parts}
+add_up = True
+for path, whole, step_records in (
+    ("tile + concat", parts[0], parts[1:4]),
+    ("Merge", parts[4], parts[5:]),
+):
+    steps_s = sum(r.median_s for r in step_records)
+    add_up &= abs(steps_s / whole.median_s - 1) < 0.25
+    print(
+        f"{path}: steps add up to {format_seconds(steps_s)}, the whole took {format_seconds(whole.median_s)}"
+    )
+print("the steps add up to the wholes within 25 %:", add_up)
+projection_gain = speedup(
+    by_name["tile + concat: linear, 320 wide"], by_name["Merge: linear, 64 wide"]
 )
-print(
-    f"whole, measured above: tile + concat {format_seconds(cat.median_s)}, Merge {format_seconds(mrg.median_s)}"
-)
-projection_gain = speedup(parts[1], parts[3])
 print(f"the projections alone: 64 wide ran {projection_gain} as fast as 320 wide")
 
 # %%
 # The projections' ratio is the one the arithmetic bounds at 5×; a narrow matrix
 # product runs further from a machine's peak speed than a wide one, so it usually
 # comes out lower. The tiled path also pays for its copy, which ``Merge`` never makes,
-# and ``Merge`` pays for an add that the single linear layer did not need. Each path's
-# time is roughly the sum of its steps, as the two lines above compare. The figure
+# and ``Merge`` pays for an add that the single linear layer did not need. Where the
+# steps add up to the wholes, these parts explain the total gain; where they do not, the
+# load changed during the measurement, and this breakdown is inconclusive. The figure
 # shows how both measurements grow with the sequence length; each point is a median,
 # and each whisker spans the first to the third quartile.
 import matplotlib.pyplot as plt
