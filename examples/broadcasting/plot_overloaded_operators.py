@@ -339,10 +339,12 @@ plt.show()
 # -------
 # - Every overloaded operator is a named function; on booleans ``& | ^ ~`` are logical,
 #   on integers they are bitwise.
-# - ``x += y`` writes into ``x``'s memory, visible through every alias and refused by
-#   autograd where the old value is still needed; ``x = x + y`` makes a new tensor.
+# - ``x += y`` writes into ``x``'s memory, visible through every alias; autograd
+#   refuses it on a leaf that requires grad and catches it at ``backward()`` where it
+#   saved the old value. ``x = x + y`` makes a new tensor.
 # - ``and``, ``or`` and ``not`` do not work element-wise; use ``&``, ``|``, ``~``, and
 #   parenthesise comparisons: ``(a > 0) & (b > 0)``.
 # - Every indexing expression is an operator call with a fixed cost: replace Python
 #   loops over rows by one batched operation such as :func:`torch.sum`, as the timings
-#   above show. ``torch.unbind`` only makes the row views faster; the loop remains.
+#   above show. ``torch.unbind`` can only save the making of the row views; the loop
+#   remains.
