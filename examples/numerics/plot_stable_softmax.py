@@ -376,7 +376,7 @@ assert torch.allclose(logit_grad, torch.sigmoid(x))
 # %%
 # Near zero the trouble is precision, not range: ``1 + 1e-8`` is 1 in float32, so
 # ``log(1 + x)`` and ``exp(x) - 1`` return exactly 0 for small ``x``.
-# At ``x = 1e-5`` they are already wrong in the third digit.
+# At ``x = 1e-5`` they are already off by more than one part in a thousand.
 # :func:`torch.log1p` and :func:`torch.expm1` compute them without forming ``1 + x``
 # and keep float32's full precision.
 small = torch.tensor([1e-8, 1e-5], device=device)
