@@ -10,17 +10,43 @@
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
 * :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
 * :mod:`effpt_site.api`: minigalleries in the API reference, offline API names.
+* :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
+  scripts), with :mod:`effpt_site.cssprune` and :mod:`effpt_site.icons`.
+* :mod:`effpt_site.images`: pictures offered at the sizes they are shown.
+* :mod:`effpt_site.seo`: each page's description, and the sitemap.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
 """
 
 from __future__ import annotations
 
-from effpt_site import a11y, api, cards, compat, exec_times, measurements, page_checks
+from effpt_site import (
+    a11y,
+    api,
+    assets,
+    cards,
+    compat,
+    exec_times,
+    images,
+    measurements,
+    page_checks,
+    seo,
+)
 
 
 def setup(app):
-    for module in (a11y, api, cards, compat, exec_times, measurements, page_checks):
+    for module in (
+        a11y,
+        api,
+        assets,
+        cards,
+        compat,
+        exec_times,
+        images,
+        measurements,
+        page_checks,
+        seo,
+    ):
         module.setup(app)
     app.add_config_value("effpt_families", [], "env")
     app.add_css_file("effpt.css")
