@@ -42,8 +42,28 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
 
+
+def build_stamp(machine: str, day: datetime) -> str:
+    """One sentence saying when and on what this copy was built, from ``describe()``.
+
+    ``"x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0"`` becomes "Built on 2026-11-21
+    on an x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0"; a GPU's CUDA version
+    goes in brackets after its name.
+    """
+    parts = [part.strip() for part in machine.split(" · ")]
+    torch_part = next((p for p in parts if p.startswith("torch ")), None)
+    others = [p for p in parts if p != torch_part]
+    where = others[0] if others else "an unnamed machine"
+    if len(others) > 1:
+        where += f" ({', '.join(others[1:])})"
+    first = where.split()[0]
+    vowel_sound = first[0].lower() in "aeiox" or (first.isupper() and first[0] in "AEFHILMNORSX")
+    sentence = f"Built on {day:%Y-%m-%d} on {'an' if vowel_sound else 'a'} {where}"
+    return sentence + (f", with {torch_part}." if torch_part else ".")
+
+
 # One line on the landing page: which machine built this copy, when, with which torch.
-BUILD_STAMP = f"*This copy was built on {datetime.now(timezone.utc):%Y-%m-%d} by {describe()}.*"
+BUILD_STAMP = f"*{build_stamp(describe(), datetime.now(timezone.utc))}*"
 myst_substitutions = {
     "build_stamp": BUILD_STAMP,
     "install_line": f"`pip install effpt=={effpt.__version__}`",
@@ -53,6 +73,10 @@ myst_substitutions = {
 html_theme = "pydata_sphinx_theme"
 html_title = "Effective PyTorch"
 html_static_path = ["_static"]
+# The site's own versions of theme templates (asset loading, the search button's name).
+templates_path = ["_templates"]
+# The hosted site: every page's canonical link and the sitemap's addresses.
+html_baseurl = "https://effpt.github.io/effpt/"
 REPOSITORY = "https://github.com/effpt/effpt"
 html_theme_options = {
     "navigation_with_keys": False,
