@@ -1,0 +1,347 @@
+"""The site's page weight and search-engine machinery (docs/_ext/effpt_site) does what it says."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from docutils import nodes
+
+from effpt_site import assets, cards, cssprune, icons, images, seo
+
+# -- cssprune ------------------------------------------------------------------------------
+
+
+def _squash(css: str) -> str:
+    return re.sub(r"\s+", "", re.sub(r"/\*(?!!).*?\*/", "", css, flags=re.DOTALL))
+
+
+THEME_LIKE = """@charset "UTF-8";
+/*! Bootstrap licence */
+:root,[data-bs-theme=light]{--bs-blue:#0d6efd;--x:"{not a block}"}
+html[data-theme=dark] .btn:hover,.unused-thing{color:red}
+.fa-magnifying-glass,.fa-search{--fa:"\\f002"}
+.fa-unused-icon{--fa:"\\f003"}
+@media (min-width:960px){.navbar{display:flex}.modal-unused{display:none}}
+@supports (display:grid){@media print{.d-print-none{display:none!important}}}
+@font-face{font-family:Font Awesome\\ 7 Free;src:url(../vendor/fa-solid-900.woff2)}
+@keyframes spin{0%{transform:rotate(0)}to{transform:rotate(1turn)}}
+a[href$=".pdf"]::after{content:"}"}
+.search-button-field>:not(svg,i){display:none}
+"""
+
+
+def test_parse_and_serialize_round_trip():
+    assert _squash(cssprune.serialize(cssprune.parse(THEME_LIKE))) == _squash(THEME_LIKE)
+
+
+def test_braces_in_strings_and_escapes_do_not_split_rules():
+    rules = cssprune.parse(THEME_LIKE)
+    preludes = [r.prelude for r in rules]
+    assert 'a[href$=".pdf"]::after' in preludes
+    assert rules[preludes.index('a[href$=".pdf"]::after')].body == 'content:"}"'
+
+
+def test_prune_keeps_what_pages_name_and_drops_the_rest():
+    present = cssprune.words(['<a class="btn navbar fa-magnifying-glass d-print-none">'])
+    out = cssprune.prune(THEME_LIKE, present)
+    assert "html[data-theme=dark] .btn:hover{color:red}" in out
+    assert ".unused-thing" not in out
+    assert "fa-unused-icon" not in out
+    assert '.fa-magnifying-glass{--fa:"\\f002"}' in out  # the alias .fa-search is gone
+    assert "@media (min-width:960px){.navbar{display:flex}}" in out
+    assert "modal-unused" not in out
+    assert "@supports (display:grid){@media print{.d-print-none" in out
+    assert "@font-face" in out
+    assert "@keyframes spin" in out
+    assert "/*! Bootstrap licence */" in out
+    # Names inside :not() never remove a selector.
+    assert ".search-button-field>:not(svg,i)" not in out  # search-button-field absent
+    kept = cssprune.prune(THEME_LIKE, present | {"search-button-field"})
+    assert ".search-button-field>:not(svg,i){display:none}" in kept
+
+
+def test_an_empty_grouping_rule_is_dropped():
+    assert cssprune.prune("@media print{.gone{x:1}}.kept{y:2}", {"kept"}) == ".kept{y:2}"
+
+
+def test_escaped_class_names_are_unescaped():
+    assert cssprune.names_required(r".\31 0x") == {"10x"}
+    assert cssprune.names_required(r".md\:flex") == {"md:flex"}
+    # A name no word can spell is kept rather than guessed at.
+    assert cssprune.prune(r".md\:flex{a:b}", set()) == r".md\:flex{a:b}"
+
+
+@pytest.mark.parametrize("broken", [".a{color:red", "@media x{.a{b:c}", "/* open"])
+def test_unbalanced_css_fails_loudly(broken):
+    with pytest.raises(ValueError, match=r"unbalanced|unterminated"):
+        cssprune.parse(broken)
+
+
+# -- assets --------------------------------------------------------------------------------
+
+
+def test_rebase_points_urls_from_the_new_sheet(tmp_path):
+    (tmp_path / "_static" / "styles").mkdir(parents=True)
+    source = tmp_path / "_static" / "styles" / "theme.css"
+    css = ".a{background:url(../vendor/x.woff2)}.b{background:url('data:image/png;base64,AA')}"
+    out = assets._rebase(css, source, tmp_path / "_static", tmp_path)
+    assert 'url("vendor/x.woff2")' in out
+    assert "url('data:image/png;base64,AA')" in out
+
+
+def test_build_stylesheet_concatenates_in_order_and_prunes(tmp_path):
+    static = tmp_path / "_static"
+    static.mkdir()
+    (static / "basic.css").write_text("@charset 'UTF-8';.a{x:1}.gone{y:2}", encoding="utf-8")
+    (static / "theme.css").write_text(".a{x:3}", encoding="utf-8")
+    css = assets.build_stylesheet([static / "basic.css", static / "theme.css"], tmp_path, {"a"})
+    assert css == '@charset "UTF-8";.a{x:1}.a{x:3}'
+
+
+class _Asset:
+    def __init__(self, filename, priority=500, **attributes):
+        self.filename, self.priority, self.attributes = filename, priority, attributes
+
+
+def _context(body):
+    scripts = [
+        _Asset("_static/documentation_options.js", 200),
+        _Asset("_static/clipboard.min.js"),
+        _Asset("_static/copybutton.js"),
+        _Asset("_static/sg-tags.js"),
+        _Asset("", body="DOCUMENTATION_OPTIONS.pagename = 'x';"),
+        _Asset("_static/already.js", defer="defer"),
+    ]
+    css = [_Asset("_static/pygments.css", 200), _Asset("https://cdn.example/x.css")]
+    return {"body": body, "script_files": scripts, "css_files": css}
+
+
+def _app():
+    builder = SimpleNamespace(
+        format="html",
+        _orig_css_files=[
+            _Asset("_static/styles/pydata-sphinx-theme.css", 200),
+            _Asset("_static/pygments.css", 200),
+            _Asset("_static/effpt.css"),
+            _Asset("https://cdn.example/x.css"),
+        ],
+    )
+    return SimpleNamespace(builder=builder)
+
+
+def test_site_stylesheets_in_cascade_order():
+    assert assets.site_stylesheets(_app().builder) == [
+        "_static/basic.css",
+        "_static/styles/pydata-sphinx-theme.css",
+        "_static/pygments.css",
+        "_static/effpt.css",
+    ]
+
+
+def test_page_scripts_are_deferred_and_pruned():
+    context = _context('<div class="highlight-python">')
+    assets.page_assets(_app(), "page", "page.html", context, None)
+    scripts = {s.filename: s.attributes for s in context["script_files"]}
+    assert scripts["_static/documentation_options.js"] == {"defer": "defer"}
+    assert "_static/copybutton.js" in scripts  # the page has a code block
+    assert "_static/sg-tags.js" not in scripts  # it has no gallery tags
+    assert scripts[""] == {"body": "DOCUMENTATION_OPTIONS.pagename = 'x';", "type": "module"}
+    assert scripts["_static/already.js"] == {"defer": "defer"}
+    assert [c.filename for c in context["css_files"]] == ["https://cdn.example/x.css"]
+    assert context["effpt_stylesheet"] == assets.STYLESHEET
+
+
+def test_pages_without_code_load_no_copy_button_and_search_keeps_its_scripts():
+    context = _context("<p>prose only</p>")
+    assets.page_assets(_app(), "page", "page.html", context, None)
+    names = [s.filename for s in context["script_files"]]
+    assert "_static/copybutton.js" not in names
+    assert "_static/clipboard.min.js" not in names
+    search = _context("<p>results</p>")
+    assets.page_assets(_app(), "search", "search.html", search, None)
+    assert next(s.attributes for s in search["script_files"]) == {}
+
+
+# -- icons ---------------------------------------------------------------------------------
+
+
+def _icon_font(path):
+    """A font with three glyphs, like an icon font's private-use code points."""
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+
+    def square():
+        pen = TTGlyphPen(None)
+        pen.moveTo((0, 0))
+        pen.lineTo((500, 0))
+        pen.lineTo((500, 500))
+        pen.closePath()
+        return pen.glyph()
+
+    names = [".notdef", "search", "moon", "sun"]
+    builder = FontBuilder(1000, isTTF=True)
+    builder.setupGlyphOrder(names)
+    builder.setupCharacterMap({0xF002: "search", 0xF186: "moon", 0xF185: "sun"})
+    builder.setupGlyf({name: square() for name in names})
+    builder.setupHorizontalMetrics(dict.fromkeys(names, (600, 0)))
+    builder.setupHorizontalHeader(ascent=800, descent=-200)
+    builder.setupNameTable({"familyName": "Icons", "styleName": "Regular"})
+    builder.setupOS2()
+    builder.setupPost()
+    builder.save(str(path))
+
+
+def test_a_font_is_cut_to_the_code_points_asked_for(tmp_path):
+    from fontTools.ttLib import TTFont
+
+    _icon_font(tmp_path / "icons.ttf")
+    kept = icons.subset_font(tmp_path / "icons.ttf", tmp_path / "cut.ttf", {0xF002}, flavor=None)
+    assert kept == 2  # .notdef and the magnifying glass
+    with TTFont(tmp_path / "cut.ttf") as font:
+        assert set(font.getBestCmap()) == {0xF002}
+
+
+def test_the_stylesheet_points_at_the_cut_font(tmp_path):
+    pytest.importorskip("brotli", reason="WOFF2 needs brotli (the assets dependency group)")
+    from fontTools.ttLib import TTFont
+
+    _icon_font(tmp_path / "icons.ttf")
+    with TTFont(tmp_path / "icons.ttf") as font:
+        font.flavor = "woff2"
+        font.save(tmp_path / "icons.woff2")
+    css = '.fa-magnifying-glass{--fa:"\\f002"}@font-face{font-family:I;src:url(icons.woff2)}'
+    out = icons.subset_icon_fonts(css, tmp_path / "site.css")
+    (name,) = re.findall(r'url\("([^"]+)"\)', out)
+    assert name.startswith("effpt-icons-icons-")
+    with TTFont(tmp_path / name) as font:
+        assert set(font.getBestCmap()) == {0xF002}
+
+
+def test_a_stylesheet_without_icons_is_left_alone(tmp_path):
+    css = "@font-face{font-family:X;src:url(x.woff2)}"
+    assert icons.subset_icon_fonts(css, tmp_path / "site.css") == css
+
+
+# -- seo -----------------------------------------------------------------------------------
+
+
+def _doctree(*children):
+    document = nodes.document(None, None)
+    section = nodes.section()
+    section += nodes.title(text="Title")
+    for child in children:
+        section += child
+    document += section
+    return document
+
+
+def test_description_is_the_first_paragraph_of_prose():
+    badge = nodes.paragraph(text="Verified on torch 2.6.0 to 2.15.0", classes=["effpt-badge"])
+    note = nodes.note()
+    note += nodes.paragraph(text="Go to the end to download the full example code.")
+    prose = nodes.paragraph(text="Autograd records the operations on tensors " * 10)
+    text = seo.describe_page("p", "P", _doctree(badge, note, prose), "Effective PyTorch")
+    assert text.startswith("Autograd records")
+    assert len(text) <= seo.DESCRIPTION_CHARS
+    assert text.endswith("…")
+
+
+def test_pages_without_prose_are_described_by_what_they_are():
+    assert "Search" in seo.describe_page("search", "Search", None, "X")
+    assert seo.describe_page("other", "Other", _doctree(), "X") == "Other: a page of X."
+
+
+def test_sitemap_lists_every_page(tmp_path):
+    builder = SimpleNamespace(format="html", get_target_uri=lambda doc: f"{doc}.html")
+    app = SimpleNamespace(
+        builder=builder,
+        outdir=str(tmp_path),
+        config=SimpleNamespace(html_baseurl="https://effpt.github.io/effpt/"),
+        env=SimpleNamespace(found_docs={"index", "auto_examples/basics/plot_x"}),
+    )
+    seo.write_sitemap(app, None)
+    text = (tmp_path / "sitemap.xml").read_text(encoding="utf-8")
+    assert "<loc>https://effpt.github.io/effpt/index.html</loc>" in text
+    assert "<loc>https://effpt.github.io/effpt/auto_examples/basics/plot_x.html</loc>" in text
+
+
+# -- images and cards ----------------------------------------------------------------------
+
+
+def test_img_tag_offers_candidates_by_width():
+    tag = images.img_tag(
+        [("a.png", 640), ("a_2x.png", 1280), ("a_75w.png", 960)],
+        0.75,
+        640,
+        sizes=images.sizes_for(640),
+        alt='a "plot"',
+    )
+    assert 'srcset="a.png 640w, a_75w.png 960w, a_2x.png 1280w"' in tag
+    assert 'src="a.png"' in tag
+    assert 'width="640" height="480"' in tag
+    assert 'loading="lazy"' in tag
+    assert 'alt="a &quot;plot&quot;"' in tag
+
+
+def test_resized_writes_once(tmp_path):
+    from PIL import Image
+
+    source = tmp_path / "thumb.png"
+    Image.new("RGB", (400, 280), "white").save(source)
+    assert images.resized(source, tmp_path / "small.png", 160) == (160, 112)
+    assert images.resized(source, tmp_path / "small.png", 160) == (160, 112)
+
+
+def test_family_picture_prefers_the_first_page_that_drew(tmp_path):
+    (tmp_path / "thumb").mkdir()
+    for stem in ("plot_a", "plot_b"):
+        (tmp_path / "thumb" / f"sphx_glr_{stem}_thumb.png").write_bytes(b"png")
+    (tmp_path / "sphx_glr_plot_b_001.png").write_bytes(b"png")
+    picture = cards.family_picture(tmp_path, ["plot_a.py", "plot_b.py"])
+    assert picture.name == "sphx_glr_plot_b_thumb.png"
+
+
+def test_page_title_needs_a_docstring(tmp_path):
+    script = tmp_path / "plot_x.py"
+    script.write_text("x = 1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"plot_x\.py has no docstring"):
+        cards.page_title(script)
+
+
+# -- the build stamp (docs/conf.py) --------------------------------------------------------
+
+
+def _build_stamp():
+    source = (Path(__file__).parents[1] / "docs" / "conf.py").read_text(encoding="utf-8")
+    start = source.index("def build_stamp")
+    end = source.index("\n\n\n", start)
+    namespace = {"datetime": datetime}
+    exec(source[start:end], namespace)  # noqa: S102  (the function alone, not conf.py)
+    return namespace["build_stamp"]
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected"),
+    [
+        (
+            "x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0",
+            "Built on 2026-11-21 on an x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0.",
+        ),
+        (
+            "NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch 2.13.0",
+            "Built on 2026-11-21 on an NVIDIA H100 80GB HBM3 (CUDA 13.0), with torch 2.13.0.",
+        ),
+        (
+            "Apple arm64 GPU (MPS) · torch 2.13.0",
+            "Built on 2026-11-21 on an Apple arm64 GPU (MPS), with torch 2.13.0.",
+        ),
+        ("meta device · torch 2.13.0", "Built on 2026-11-21 on a meta device, with torch 2.13.0."),
+    ],
+)
+def test_build_stamp_reads_naturally(machine, expected):
+    day = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    assert _build_stamp()(machine, day) == expected
