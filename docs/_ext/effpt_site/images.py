@@ -2,26 +2,27 @@
 
 sphinx-gallery saves each figure twice, at 1x and 2x, and marks them ``1x, 2x``: a
 phone, whose screens have 1.75 to 3 device pixels per CSS pixel, takes the 2x file
-even where the figure is squeezed to the width of the phone. Here each figure is
-offered by width (its 1x and 2x files and one in between that Pillow writes), with
-``sizes`` saying how wide it is shown, so the browser picks the smallest file that
-is sharp on the reader's screen. Every picture states its width and height (no
-layout shift while it loads) and is fetched lazily, when it nears the screen.
+even where the figure is squeezed to the width of the phone. Here each figure offers
+its two files by width, with ``sizes`` saying how wide it is shown, so the browser
+takes the 1x file wherever that is sharp enough: on a phone, whose column is about
+380 CSS pixels wide, the 1x file of a figure saved 800 pixels wide. (A figure resampled to
+widths in between compresses worse than either file: matplotlib's flat colours make
+small PNGs, and resampling blurs them.) Every picture states its width and height
+(no layout shift while it loads) and is fetched lazily, when it nears the screen.
 
-The landing page's cards show a family's thumbnail 160 CSS pixels wide; they get the
-same treatment from sphinx-gallery's 400-pixel thumbnail (160, 320 and 400 wide).
+The landing page's cards and sphinx-gallery's own gallery pages show thumbnails 160
+CSS pixels wide; they are offered at 160, 320 and 400 pixels (sphinx-gallery's file).
 """
 
 from __future__ import annotations
 
 import html
 import os
+import re
 from pathlib import Path
 
 from docutils import nodes
 
-#: Extra widths written for a figure, as fractions of its 2x file's width.
-FIGURE_STEPS = (0.75,)
 #: The widest a figure is shown: the theme's article column, in CSS pixels.
 ARTICLE_PX = 880
 #: Gutter of the article on a narrow screen (the theme's 1rem padding each side), px.
@@ -96,13 +97,6 @@ def visit_figure_html(self, node) -> None:
     one_x = files.get(0) or files.get(1.0) or next(iter(files.values()))
     width, height = image_size(one_x)
     candidates = [(prefix + path.name, image_size(path)[0]) for path in files.values()]
-    largest = max(files.values(), key=lambda p: image_size(p)[0])
-    for step in FIGURE_STEPS:
-        target = largest.with_name(f"{largest.stem}_{round(step * 100)}w{largest.suffix}")
-        step_width = round(image_size(largest)[0] * step)
-        if step_width > width:
-            resized(largest, target, step_width)
-            candidates.append((prefix + target.name, step_width))
     classes = " ".join(node["class"] or [])
     self.body.append(
         img_tag(
@@ -159,7 +153,7 @@ def visit_card_picture_html(self, node) -> None:
         sizes=f"{shown}px",
         alt=node["alt"],
         loading="lazy" if node.get("lazy", True) else "eager",
-        **{"class": "effpt-card-picture"},
+        **{"class": " ".join(node.get("classes") or ["effpt-card-picture"])},
     )
     if node.get("target"):
         # The card's title links to the same page; this second link is for the pointer
@@ -171,6 +165,27 @@ def visit_card_picture_html(self, node) -> None:
 
 def depart_card_picture_html(self, node) -> None:  # noqa: ARG001
     return
+
+
+#: sphinx-gallery's thumbnails (400 x 280 px), which its gallery pages show at 160 x 112.
+THUMBNAIL = re.compile(r"/images/thumb/sphx_glr_[^/]+_thumb\.png$")
+THUMBNAIL_PX = 160
+
+
+def thumbnails_by_width(app, doctree) -> None:
+    """doctree-read hook: gallery index thumbnails become pictures offered by width."""
+    for image in list(doctree.findall(nodes.image)):
+        uri = image.get("uri", "")
+        if not THUMBNAIL.search("/" + uri):
+            continue
+        source = Path(app.srcdir) / uri.lstrip("/")
+        if not source.is_file():
+            continue
+        picture = card_picture(
+            source=str(source), width=THUMBNAIL_PX, alt=image.get("alt", ""), lazy=True
+        )
+        picture["classes"] = ["sphx-glr-thumbnail-picture"]
+        image.replace_self(picture)
 
 
 def _skip(self, node) -> None:  # noqa: ARG001
@@ -198,3 +213,4 @@ def setup(app) -> None:
         man=(_skip, None),
         texinfo=(_skip, None),
     )
+    app.connect("doctree-read", thumbnails_by_width)
