@@ -179,7 +179,7 @@ def docs(session: nox.Session) -> None:
     Warnings are errors (``-W --keep-going -n``), so a broken reference fails the build,
     and so does any example that raises.
     """
-    install(session, "docs")
+    install(session, "docs", "assets")
     args = list(session.posargs)
     extra: list[str] = []
     if "--no-exec" in args:
@@ -346,10 +346,100 @@ def browser(session: nox.Session) -> None:
     )
 
 
+#: The newest Lighthouse that runs on Debian's Node.js 20 (13.x needs Node.js 22).
+LIGHTHOUSE = "lighthouse@12.8.2"
+
+
+@nox.session(default=False)
+def lighthouse(session: nox.Session) -> None:
+    """Score a sample of built pages with Lighthouse's mobile profile, served with gzip.
+
+    Serves docs/_build/html as GitHub Pages does (gzip, ten-minute cache) on a local
+    port and runs Lighthouse from npm with Debian's chromium on the landing page,
+    three gallery pages, an explanation, an API page, the measurements, compatibility
+    and execution-times pages. Prints the four scores, the compressed page weight and
+    the paint timings per page; fails under 0.90 for performance or under 1.00 for
+    accessibility, best practices or SEO. The CPU slowdown is fitted to this host
+    (Lighthouse's throttling guide); pass ``-- --no-calibrate`` for Lighthouse's fixed
+    4x, or page paths to score other pages. Reports land in docs/_build/lighthouse.
+    """
+    site = BUILD / "html"
+    if not (site / "index.html").is_file():
+        session.error("No built site in docs/_build/html: run `nox -s docs` first.")
+    if not Path("/usr/bin/chromium").exists():
+        session.error("/usr/bin/chromium is missing: apt-get install -y chromium")
+    prefix = Path(session.virtualenv.location) / "lighthouse"
+    binary = prefix / "node_modules" / ".bin" / "lighthouse"
+    marker = prefix / ".effpt-installed"
+    if not (binary.is_file() and marker.is_file() and marker.read_text() == LIGHTHOUSE):
+        session.run(
+            "npm",
+            "install",
+            "--no-save",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+            str(prefix),
+            LIGHTHOUSE,
+            external=True,
+        )
+        marker.write_text(LIGHTHOUSE)
+    session.run(
+        "python",
+        str(DOCS / "_tools" / "lighthouse_check.py"),
+        str(site),
+        str(binary),
+        str(BUILD / "lighthouse"),
+        *session.posargs,
+        env={"CHROME_PATH": "/usr/bin/chromium"},
+    )
+
+
+def _version() -> str:
+    """effpt's version, read from its source (no import: the session has no effpt)."""
+    text = (ROOT / "src" / "effpt" / "__init__.py").read_text(encoding="utf-8")
+    match = re.search(r'^__version__ = "([^"]+)"', text, re.MULTILINE)
+    if match is None:
+        msg = "src/effpt/__init__.py has no __version__ line"
+        raise RuntimeError(msg)
+    return match.group(1)
+
+
+@nox.session(default=False)
+def archive(session: nox.Session) -> None:
+    """The offline copy: the built site, every page as a script and a notebook, in one zip.
+
+    Packs docs/_build/html, each gallery page's ``.py`` and ``.ipynb`` (as
+    sphinx-gallery wrote them, by family), constraints.txt and the machine stamp
+    (when and where each page ran) into docs/_build/effpt-site-VERSION.zip, with a
+    README saying how to use it. Then unpacks it and opens pages from ``file://`` in
+    headless Chromium: it fails on a stylesheet, script or picture that does not load.
+    Needs a build from ``nox -s docs``.
+    """
+    site = BUILD / "html"
+    if not (site / "index.html").is_file():
+        session.error("No built site in docs/_build/html: run `nox -s docs` first.")
+    version = _version()
+    out = BUILD / f"effpt-site-{version}.zip"
+    session.run(
+        "python",
+        str(DOCS / "_tools" / "archive.py"),
+        "pack",
+        str(ROOT),
+        str(out),
+        version,
+    )
+    if not all(Path(p).exists() for p in ("/usr/bin/chromium", "/usr/bin/chromedriver")):
+        session.error("the file:// check needs chromium and chromium-driver (apt-get install)")
+    _install_tools(session, "browser")
+    session.run("python", str(DOCS / "_tools" / "archive.py"), "check", str(out))
+    session.log(f"Wrote {out.relative_to(ROOT)}")
+
+
 @nox.session(default=False)
 def serve(session: nox.Session) -> None:
     """Live preview at http://127.0.0.1:8000 that rebuilds when a page or example changes."""
-    install(session, "serve")
+    install(session, "serve", "assets")
     session.run(
         "sphinx-autobuild",
         "--host",

@@ -89,7 +89,10 @@ def network_problems(driver, base: str) -> tuple[list[str], int]:
     return problems, total
 
 
+# Pictures load lazily, as a reader scrolls near them: ask for every one now, so that
+# each is checked, then list those that did not decode.
 BROKEN_IMAGES_JS = """
+document.querySelectorAll('img[loading=lazy]').forEach(img => { img.loading = 'eager'; });
 window.scrollTo(0, document.body.scrollHeight);
 return Array.from(document.images)
   .filter(img => !img.complete || img.naturalWidth === 0)
