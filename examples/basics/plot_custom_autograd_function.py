@@ -8,6 +8,8 @@ into another library) that autograd cannot or should not trace. A
 backward formula yourself. This page solves an implicit equation with L-BFGS and
 differentiates the solution with the implicit function theorem, then checks the
 gradient with :func:`torch.autograd.gradcheck`.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_custom_autograd_function.py``.
 """
 
 # %%
@@ -26,6 +28,8 @@ from effpt.device import describe, pick_device
 
 torch.manual_seed(0)
 device = pick_device()
+if device.type not in ("cpu", "cuda"):  # this page computes in float64, which MPS lacks
+    device = torch.device("cpu")
 print(describe(device))
 
 
