@@ -227,7 +227,7 @@ try:
     head(features).sum().backward()
 except RuntimeError as err:
     inference_error = str(err)
-print("RuntimeError:", inference_error.split(". ")[0])
+print("RuntimeError:", inference_error.split(". ", maxsplit=1)[0])
 
 # sphinx_gallery_start_ignore
 assert not same_in_train_mode and same_in_eval_mode

@@ -161,7 +161,12 @@ def describe_fits(band, mean):
     inside = ((truth_grid >= band[0]) & (truth_grid <= band[1])).float().mean().item()
     peak = mean[(grid.squeeze(1) - torch.pi / 4).abs().argmin()].item()  # sin(2x) = 1 there
     width = band[1] - band[0]  # (points,)
-    return {"inside": inside, "peak": peak, "width_0": width[50].item(), "width_2": width[-1].item()}
+    return {
+        "inside": inside,
+        "peak": peak,
+        "width_0": width[50].item(),
+        "width_2": width[-1].item(),
+    }
 
 
 truth_grid = torch.sin(2 * grid).squeeze(1)  # (points,)

@@ -45,7 +45,9 @@ assert t.dtype == torch.float32 and t.to(t.device) is t and t64.dtype == torch.f
 # And a type name fixes the device: ``FloatTensor`` is float32 on the CPU and refuses any
 # other device. :func:`torch.tensor`, :func:`torch.zeros` or :func:`torch.empty` with
 # ``dtype=`` and ``device=`` say what you mean.
-print("torch.tensor(3):", torch.tensor(3), "| torch.Tensor(3) has shape", tuple(torch.Tensor(3).shape))
+print(
+    "torch.tensor(3):", torch.tensor(3), "| torch.Tensor(3) has shape", tuple(torch.Tensor(3).shape)
+)
 try:
     torch.FloatTensor([1.0], device="meta")
 except RuntimeError as err:
