@@ -251,44 +251,6 @@ assert torch.allclose(hvp.cpu(), torch.tensor([0.0, 12.0, 48.0, 108.0, 192.0]))
 # sphinx_gallery_end_ignore
 
 # %%
-# Don't call ``backward(create_graph=True)``
-# ------------------------------------------
-# ``create_graph=True`` keeps the graph of the backward pass alive: that is the point for
-# higher derivatives, and pure cost otherwise. With ``backward()`` it also leaks. The
-# gradient stored in ``w.grad`` now has a graph that leads back to ``w``, and ``w`` holds
-# ``w.grad``: a reference cycle that runs through autograd's C++ objects, where Python's
-# garbage collector cannot see it. PyTorch warns; below, ``w`` survives ``del`` and
-# :func:`gc.collect` until its ``.grad`` is cleared by hand. ``torch.autograd.grad``, as
-# above, returns the gradient instead of storing it, and makes no cycle.
-import gc
-import weakref
-
-w = torch.randn(1000, device=device, requires_grad=True)
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    (w**3).sum().backward(create_graph=True)
-print("UserWarning:", str(caught[0].message).split(". ")[0])
-print("w.grad has a graph:", w.grad.grad_fn is not None)
-w_ref = weakref.ref(w)
-del w
-gc.collect()
-print("w still alive after del and gc.collect():", w_ref() is not None)
-w_ref().grad = None  # break the cycle by hand
-gc.collect()
-print("alive after clearing its .grad:", w_ref() is not None)
-
-v = torch.randn(1000, device=device, requires_grad=True)
-(grad_v,) = torch.autograd.grad((v**3).sum(), v, create_graph=True)
-v_ref = weakref.ref(v)
-del v, grad_v
-print("with autograd.grad, alive after del:", v_ref() is not None)
-
-# sphinx_gallery_start_ignore
-assert "reference cycle" in str(caught[0].message)
-assert w_ref() is None and v_ref() is None
-# sphinx_gallery_end_ignore
-
-# %%
 # ``backward`` versus ``autograd.grad``
 # -------------------------------------
 # :meth:`~torch.Tensor.backward` is the convenience the optimizers rely on: it *adds* the
@@ -313,6 +275,62 @@ except RuntimeError as err:
 # sphinx_gallery_start_ignore
 assert first_w == [18.0, 36.0] and first_hidden == [6.0, 12.0]
 assert w.grad.tolist() == [36.0, 72.0]
+# sphinx_gallery_end_ignore
+
+# %%
+# Don't call ``backward(create_graph=True)``
+# ------------------------------------------
+# ``create_graph=True`` keeps the graph of the backward pass alive: that is the point for
+# higher derivatives, and memory spent for nothing otherwise. With ``backward()`` it
+# also leaks: the gradient stored in ``w.grad`` has a graph that leads back to ``w``, and
+# ``w`` holds ``w.grad``, a reference cycle through autograd's C++ objects that Python's
+# garbage collector cannot see. PyTorch warns; below, ``w`` survives ``del`` and
+# :func:`gc.collect` (a weak reference to a tag on it tells), unless its ``.grad`` is
+# cleared first. ``torch.autograd.grad`` returns the gradient instead of storing it, and
+# makes no cycle. Thomas Viehmann's
+# advice: use ``backward()`` only to feed an optimizer, and never with ``create_graph``.
+import gc
+import weakref
+
+
+class Tag:
+    """A plain object to hang on a tensor, so that a weak reference can watch it."""
+
+
+def watched_leaf(n):
+    t = torch.randn(n, device=device, requires_grad=True)
+    t.tag = Tag()  # lives exactly as long as the tensor's Python object
+    return t, weakref.ref(t.tag)
+
+
+w, w_alive = watched_leaf(1000)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    (w**3).sum().backward(create_graph=True)
+print("UserWarning:", str(caught[0].message).split(". ")[0])
+print("w.grad has a graph:", w.grad.grad_fn is not None)
+del w
+gc.collect()
+print("w still alive after del and gc.collect():", w_alive() is not None, "(leaked for good)")
+
+w, w_alive_cleared = watched_leaf(1000)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the same warning again
+    (w**3).sum().backward(create_graph=True)
+w.grad = None  # break the cycle before letting go of w
+del w
+gc.collect()
+print("alive when its .grad was cleared first:", w_alive_cleared() is not None)
+
+v, v_alive = watched_leaf(1000)
+(grad_v,) = torch.autograd.grad((v**3).sum(), v, create_graph=True)
+del v, grad_v
+gc.collect()
+print("with autograd.grad, alive after del:", v_alive() is not None)
+
+# sphinx_gallery_start_ignore
+assert "reference cycle" in str(caught[0].message)
+assert w_alive() is not None and w_alive_cleared() is None and v_alive() is None
 # sphinx_gallery_end_ignore
 
 # %%
