@@ -40,7 +40,8 @@ assert t.dtype == torch.float32 and t.to(t.device) is t and t64.dtype == torch.f
 # Old constructors: ``torch.Tensor(3)`` is not the number 3
 # ---------------------------------------------------------
 # Old code (and code copied from it) builds tensors with ``torch.Tensor(...)`` or type
-# names such as ``torch.FloatTensor``. Don't. Given a number, they do not make a tensor
+# names such as ``torch.FloatTensor``. Don't, as Thomas Viehmann's "Introduction to
+# PyTorch" notebook advises. Given a number, they do not make a tensor
 # holding it: they allocate that many *uninitialised* elements, whatever the memory held.
 # And a type name fixes the device: ``FloatTensor`` is float32 on the CPU and refuses any
 # other device. :func:`torch.tensor`, :func:`torch.zeros` or :func:`torch.empty` with
