@@ -53,8 +53,8 @@ def mse(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 # Each step computes the loss, back-propagates, and lets the optimizer update ``w``.
 # ``backward()`` *adds* into ``w.grad``, so each step first clears the last step's gradient
 # with ``optimizer.zero_grad()``. It sets ``w.grad`` to ``None`` rather than filling it with
-# zeros (``set_to_none=True`` is the default), which saves writing zeros only for the next
-# ``backward()`` to add to them; the next ``backward()`` then stores its gradient afresh.
+# zeros (``set_to_none=True`` is the default): the next ``backward()`` then stores its
+# gradient instead of adding it to zeros, which saves a pass over the memory.
 optimizer = torch.optim.Adam([w], lr=0.1)
 losses = []
 for _ in range(500):

@@ -82,6 +82,7 @@ assert "modified by an inplace operation" in version_error
 # the warning's first line and the frames from this script, without the rest of the stack.
 import contextlib
 import warnings
+from pathlib import Path
 
 
 def failing_backward():
@@ -101,7 +102,7 @@ report = next(str(w.message) for w in caught if "Error detected" in str(w.messag
 lines = report.splitlines()
 frames = [i for i, line in enumerate(lines) if line.strip().startswith("File ")]
 excerpt = [lines[0]] + [text for i in frames if this_file in lines[i] for text in lines[i : i + 2]]
-print("\n".join(excerpt))
+print("\n".join(excerpt).replace(this_file, Path(this_file).name))  # the file name, not its folder
 
 # sphinx_gallery_start_ignore
 assert "PowBackward0" in lines[0] and any("failing_backward" in line for line in excerpt)

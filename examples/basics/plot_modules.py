@@ -304,9 +304,9 @@ assert fresh[0] - fresh[1] > unbroken[50] - unbroken[51] > 0  # the fresh Adam's
 
 # %%
 # The loss of the three runs shows it. Restored, the optimizer retraces the unbroken
-# run step for step. A fresh Adam goes its own way: its first steps all have the full
-# size ``lr``, while the restored Adam still divides by the large squared gradients of
-# the early steps, so here the fresh run takes bigger steps. Neither way round is the
+# run step for step. A fresh Adam goes its own way: its first steps are about ``lr`` in
+# size, while the restored Adam still divides by the large squared gradients of the
+# early steps, so here the fresh run takes bigger steps. Faster or slower, it is not the
 # run the checkpoint came from.
 import matplotlib.pyplot as plt
 
