@@ -281,14 +281,14 @@ assert w.grad.tolist() == [36.0, 72.0]
 # Don't call ``backward(create_graph=True)``
 # ------------------------------------------
 # ``create_graph=True`` keeps the graph of the backward pass alive: that is the point for
-# higher derivatives, and memory spent for nothing otherwise. With ``backward()`` it
-# also leaks: the gradient stored in ``w.grad`` has a graph that leads back to ``w``, and
-# ``w`` holds ``w.grad``, a reference cycle through autograd's C++ objects that Python's
-# garbage collector cannot see. PyTorch warns; below, ``w`` survives ``del`` and
-# ``gc.collect()`` (a weak reference to a tag on it tells), unless its ``.grad`` is
-# cleared first. ``torch.autograd.grad`` returns the gradient instead of storing it, and
-# makes no cycle. Thomas Viehmann's
-# advice: use ``backward()`` only to feed an optimizer, and never with ``create_graph``.
+# higher derivatives, and memory spent for nothing otherwise. With ``backward()`` it also
+# leaks: the gradient stored in ``w.grad`` has a graph that leads back to ``w``, and ``w``
+# holds ``w.grad``, a reference cycle through autograd's C++ objects that Python's garbage
+# collector cannot see. PyTorch warns; below, ``w`` survives ``del`` and ``gc.collect()``
+# (a weak reference to a tag on it tells), unless its ``.grad`` is cleared first.
+# ``torch.autograd.grad`` returns the gradient instead of storing it, and makes no cycle.
+# Thomas Viehmann's advice: use ``backward()`` only to feed an optimizer, and never with
+# ``create_graph``.
 import gc
 import weakref
 
