@@ -385,3 +385,30 @@ def test_every_header_field_damaged_is_reported(
     path = damaged(tmp_path, bytes(raw))
     names, raised = names_until_error(path)
     assert raised or len(names) == N, names
+
+
+# -- 9. arguments at their edges -----------------------------------------------------------
+
+
+def test_wide_images_are_refused_not_clipped(tmp_path):
+    from PIL import Image
+
+    (tmp_path / "circle").mkdir()
+    Image.fromarray(np.full((4, 4), 60000, np.uint16)).save(tmp_path / "circle" / "deep.png")
+    with pytest.raises(data.CorruptItemError, match=r"deep\.png: a I;16\w? image cannot be read"):
+        data.ImageFolder(tmp_path)[0]
+
+
+def test_edges_of_folder_stream_and_member_arguments(shard, tmp_path):
+    with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
+        data.ImageFolder(shard)
+    with pytest.raises(ValueError, match="is listed twice"):
+        data.ShardStream([shard, str(shard)])
+    with pytest.raises(ValueError, match="classes must be distinct folder names"):
+        data.ShardStream([shard], classes=())
+    with pytest.raises(TypeError, match="transform must be callable or None, got int"):
+        data.ShardStream([shard], transform=3)
+    with pytest.raises(ValueError, match="offset must be < stride=2, got 2"):
+        list(data.iter_members(shard, 2, 2))
+    with pytest.raises(ValueError, match="buffer_size must be >= 1, got 0"):
+        data.ShardStream([shard], buffer_size=0)

@@ -21,6 +21,8 @@ from effpt.data.errors import CorruptItemError, apply_transform
 SHAPES = ("circle", "cross", "square", "triangle")
 #: File name endings :class:`ImageFolder` takes for images (compared in lower case).
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
+#: Pillow modes wider than 8 bits per channel, which decode_image refuses.
+WIDE_MODES = frozenset({"I", "F", "I;16", "I;16L", "I;16B", "I;16N"})
 Transform = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -81,9 +83,11 @@ def write_image_folder(
 def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
     """Decode image bytes into a ``uint8`` tensor of shape (3, height, width).
 
-    ``where`` names the source in the error raised for bytes that are not an image, or
-    for an image over Pillow's decompression-bomb limit (``PIL.Image.MAX_IMAGE_PIXELS``),
-    and in the warnings Pillow raises while decoding (re-issued with the same category).
+    ``where`` names the source in the :class:`~effpt.data.errors.CorruptItemError` raised
+    for bytes that are not an image, for an image over Pillow's decompression-bomb limit
+    (``PIL.Image.MAX_IMAGE_PIXELS``), and for an image with more than 8 bits per channel
+    (16-bit or float), which 8-bit RGB would clip; and in the warnings Pillow raises
+    while decoding (re-issued with the same category).
 
     Examples
     --------
@@ -98,6 +102,9 @@ def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
         warnings.simplefilter("always")
         try:
             with Image.open(io.BytesIO(data)) as image:
+                if image.mode in WIDE_MODES:  # convert("RGB") would clip them to 0..255
+                    msg = f"{where}: a {image.mode} image cannot be read as 8-bit RGB without loss"
+                    raise CorruptItemError(msg)
                 pixels = np.array(image.convert("RGB"))  # (height, width, 3), a writable copy
         except Image.DecompressionBombError as exc:
             msg = f"{where}: over Pillow's limit of PIL.Image.MAX_IMAGE_PIXELS ({exc})"
@@ -138,6 +145,9 @@ class ImageFolder(Dataset):
 
     def __init__(self, root: str | Path, transform: Transform | None = None) -> None:
         root = Path(root)
+        if root.exists() and not root.is_dir():
+            msg = f"image folder '{root}' is a file, not a folder"
+            raise NotADirectoryError(msg)
         if not root.is_dir():
             msg = f"image folder '{root}' does not exist"
             raise FileNotFoundError(msg)

@@ -132,7 +132,10 @@ class ShardStream(IterableDataset):
         if not self.shards:
             msg = "shards must list at least one tar file, got an empty list"
             raise ValueError(msg)
-        for shard in self.shards:
+        for k, shard in enumerate(self.shards):
+            if shard in self.shards[:k]:
+                msg = f"shard '{shard}' is listed twice: its items would arrive twice"
+                raise ValueError(msg)
             if Path(shard).is_dir():
                 msg = f"shard '{shard}' is a directory, not a tar file"
                 raise IsADirectoryError(msg)

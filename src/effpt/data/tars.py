@@ -151,6 +151,10 @@ def iter_members(
     ...
     effpt.data.errors.CorruptItemError: shard '...cut.tar' stops after member '...' ...
     """
+    check_int("stride", stride, 1)
+    if check_int("offset", offset, 0) >= stride:
+        msg = f"offset must be < stride={stride}, got {offset}"
+        raise ValueError(msg)
     last: str | None = None  # the last member whose header was read
     position, end, stage = 0, 0, "header"
     with Path(shard).open("rb") as raw:
