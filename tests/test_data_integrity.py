@@ -399,7 +399,7 @@ def test_wide_images_are_refused_not_clipped(tmp_path):
         data.ImageFolder(tmp_path)[0]
 
 
-def test_edges_of_folder_stream_and_member_arguments(shard, tmp_path):
+def test_edges_of_folder_stream_and_member_arguments(shard):
     with pytest.raises(NotADirectoryError, match="is a file, not a folder"):
         data.ImageFolder(shard)
     with pytest.raises(ValueError, match="is listed twice"):
