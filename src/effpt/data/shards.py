@@ -220,7 +220,7 @@ class ShardStream(IterableDataset):
                 f"worker {worker_id} of {num_workers} skipped {skipped} bad item(s) in epoch "
                 f"{epoch}; first: {first.message}. ShardStream.skipped() lists them."
             )
-            warnings.warn(msg, SkippedItemsWarning, stacklevel=2)
+            warnings.warn(msg, SkippedItemsWarning, stacklevel=1)
 
     def _read(
         self, shard: str, stride: int, offset: int, epoch: int, worker: int

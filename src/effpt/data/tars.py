@@ -182,8 +182,8 @@ def iter_members(
         problem = _end_of_archive_problem(raw, end)
     if problem:
         msg = (
-            f"shard '{shard}' stops {_after(last)} without an end-of-archive marker: "
-            f"{problem} (the file is truncated, or the next member's header is damaged)"
+            f"shard '{shard}' stops {_after(last)} without an end-of-archive marker "
+            f"({problem}): the file is truncated, or the next member's header is damaged"
         )
         raise CorruptItemError(msg)
 
@@ -198,11 +198,13 @@ def _end_of_archive_problem(raw: BinaryIO, end: int) -> str | None:
     size = raw.tell()
     raw.seek(end)
     marker = raw.read(2 * BLOCK)
-    if len(marker) < 2 * BLOCK:
-        return f"{size - end} byte(s) left at byte {end} of {size}, not two zero blocks"
+    if not marker:
+        return f"the file ends there, at byte {end}"
     if marker.strip(b"\0"):
         return f"the block at byte {end} of {size} is not a valid header"
+    if len(marker) < 2 * BLOCK:
+        return f"only {len(marker)} zero bytes follow, at byte {end} of {size}"
     while chunk := raw.read(1 << 16):
         if chunk.strip(b"\0"):
-            return f"data follows the zero blocks at byte {end} of {size}"
+            return f"non-zero bytes follow the zero blocks at byte {end} of {size}"
     return None
