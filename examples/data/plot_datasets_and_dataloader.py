@@ -30,8 +30,10 @@ if __name__ == "__main__":
 # ---------------------------------------------
 # A map-style dataset answers two questions: how many items there are, and what item
 # ``i`` is. Here item ``i`` is a pair: two features and a label. ``__getitem__`` must
-# return item ``i`` itself: a dataset that returns a random item instead breaks
-# shuffling, epochs and every guarantee below. The DataLoader supplies the rest.
+# return item ``i`` itself: a dataset that returns a random item instead (as the image
+# dataset of the `Effective PyTorch guide <https://github.com/vahidk/EffectivePyTorch>`__
+# does) breaks shuffling, epochs and every guarantee below. The DataLoader supplies the
+# rest.
 from torch.utils.data import DataLoader, Dataset
 
 

@@ -11,9 +11,10 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ra
 """
 
 # %%
-# How workers get their copies is explained in :doc:`/explanations/workers`. As there,
-# everything that runs sits under ``if __name__ == "__main__":`` and the classes and
-# functions the workers need sit outside it, where worker processes can import them.
+# How workers get their copies is explained in :doc:`/explanations/workers`. As that
+# page explains too, a script that starts workers keeps its work under
+# ``if __name__ == "__main__":`` and the classes and functions the workers need outside
+# it, where the workers can import them; so does this page.
 import torch
 
 from effpt.device import describe, pick_device

@@ -15,8 +15,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_st
 
 # %%
 # Why streams duplicate under workers is explained in :doc:`/explanations/workers`. As
-# there, everything that runs sits under ``if __name__ == "__main__":`` and the classes
-# sit outside it, where worker processes can import them.
+# that page explains too, a script that starts workers keeps its work under
+# ``if __name__ == "__main__":`` and its classes outside it, where the workers can
+# import them; so does this page.
 import torch
 
 from effpt.device import describe, pick_device
@@ -137,8 +138,10 @@ if __name__ == "__main__":
 # With at least as many shards as workers, deal the shards round-robin. With more
 # workers than shards, the workers that share a shard take every ``stride``-th item of
 # it, so no worker sits idle and none reads an item that another delivers. (The
-# Effective PyTorch guide required exactly one shard per worker and refused
-# ``num_workers=0``; this split works for any pair.) Each triple is ``(shard, stride,
+# `Effective PyTorch guide <https://github.com/vahidk/EffectivePyTorch>`__ gives each
+# worker exactly one shard and raises for any other number of workers, ``num_workers=0``
+# included; its code also reads ``worker_info.worker_id``, which does not exist: the
+# attribute is ``id``. This split works for any pair.) Each triple is ``(shard, stride,
 # offset)``:
 
 
