@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import shutil
+import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 import nox
@@ -101,6 +106,66 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def reader(session: nox.Session) -> None:
+    """The reader's test: each page alone in an empty folder, with only effpt's wheel installed.
+
+    Builds the wheel and sdist (``python -m build``) and checks them with ``twine
+    check``; installs the wheel under the constraints into a virtual environment of its
+    own, outside the repository; then copies each gallery script alone into an empty
+    folder and runs it with that environment's ``python``, and the pages that start
+    processes under fork, forkserver and spawn. Options after ``--`` go to pytest.
+    """
+    _install_tools(session, "release")
+    session.install("-c", str(CONSTRAINTS), *nox.project.dependency_groups(PYPROJECT, "test"))
+    dist = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run("python", "-m", "build", "--outdir", str(dist), str(ROOT))
+    session.run("twine", "check", "--strict", *(str(p) for p in sorted(dist.iterdir())))
+    (wheel,) = dist.glob("effpt-*.whl")
+
+    # Outside the repository, so that nothing of it can leak into the reader's imports.
+    tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
+    env_dir = Path(tempfile.gettempdir()) / f"effpt-reader-env-{tag}"
+    python = env_dir / "bin" / "python"
+    marker = env_dir / ".effpt-deps"
+    key = hashlib.sha256(CONSTRAINTS.read_bytes() + (ROOT / "pyproject.toml").read_bytes())
+    if not (python.is_file() and marker.is_file() and marker.read_text() == key.hexdigest()):
+        session.run("python", "-m", "venv", "--clear", str(env_dir))
+        session.run(
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "-c",
+            str(CONSTRAINTS),
+            str(wheel),
+            external=True,
+        )
+        marker.write_text(key.hexdigest())
+    # The wheel itself is always the one just built.
+    session.run(
+        str(python),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--force-reinstall",
+        str(wheel),
+        external=True,
+    )
+    session.run(
+        "pytest",
+        str(ROOT / "tests" / "reader"),
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={**RUN_ENV, "EFFPT_READER_PYTHON": str(python)},
+    )
+
+
+@nox.session
 def docs(session: nox.Session) -> None:
     """Build the HTML site into docs/_build/html, executing every example.
 
@@ -175,6 +240,78 @@ def linkcheck(session: nox.Session) -> None:
         )
         session.error(f"broken internal links:\n{lines}")
     session.log(f"{len(rows)} links checked; internal links all resolve.")
+
+
+#: Where each torch version's results live; the docs build reads them (never installs torch).
+COMPAT_DATA = DOCS / "compat"
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+
+
+@nox.session(default=False)
+def compat(session: nox.Session) -> None:
+    """One entry of the torch matrix: ``nox -s compat -- 2.15.0``.
+
+    Installs that torch from PyPI (on Linux its CUDA build, which runs on a CPU too)
+    with effpt and the test group into an environment of its own, runs the unit tests
+    and every gallery page there (a failing page is recorded with its traceback and the
+    others still run), and writes docs/compat/torch-VERSION.json for the compatibility
+    page. The install says which constraints it uses: constraints.txt without its torch
+    pin, plus ``torch==VERSION``, passed with ``-c`` and as PIP_CONSTRAINT (which also
+    replaces any machine-wide pip constraint that would cap torch). Options after the
+    version go to pytest for the unit tests.
+    """
+    if not session.posargs or not _VERSION.match(session.posargs[0]):
+        session.error("usage: nox -s compat -- VERSION [pytest options], e.g. 2.15.0")
+    version, *pytest_args = session.posargs
+    env_dir = Path(session.virtualenv.location).parent / f"compat-torch-{version}"
+    python = env_dir / "bin" / "python"
+    pins = [ln for ln in CONSTRAINTS.read_text().splitlines() if not ln.startswith("torch==")]
+    constraints = Path(session.create_tmp()) / f"constraints-torch-{version}.txt"
+    constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
+    test_reqs = nox.project.dependency_groups(PYPROJECT, "test")
+    marker = env_dir / ".effpt-installed"
+    key = hashlib.sha256(constraints.read_bytes() + repr(test_reqs).encode()).hexdigest()
+    if not (python.is_file() and marker.is_file() and marker.read_text() == key):
+        session.run("python", "-m", "venv", "--clear", str(env_dir))
+        command = [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-c",
+            str(constraints),
+            f"torch=={version}",
+            "-e",
+            str(ROOT),
+            *test_reqs,
+        ]
+        session.log(" ".join(command))
+        began = time.monotonic()
+        result = subprocess.run(
+            command,
+            env={**os.environ, "PIP_CONSTRAINT": str(constraints)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            reason = [ln for ln in result.stderr.splitlines() if ln.startswith("ERROR")]
+            session.error(
+                f"torch=={version} cannot be installed here: "
+                + (" ".join(reason) or result.stderr.strip()[-800:])
+            )
+        marker.write_text(key)
+        session.log(f"Installed torch {version} in {time.monotonic() - began:.0f} s")
+    out = COMPAT_DATA / f"torch-{version}.json"
+    session.run(
+        str(python),
+        str(DOCS / "_tools" / "compat_run.py"),
+        str(out),
+        *pytest_args,
+        env=RUN_ENV,
+        external=True,
+    )
+    session.log(f"Wrote {out.relative_to(ROOT)}")
 
 
 AXE_CORE = "axe-core@4.14.1"

@@ -44,7 +44,10 @@ myst_heading_anchors = 3
 
 # One line on the landing page: which machine built this copy, when, with which torch.
 BUILD_STAMP = f"*This copy was built on {datetime.now(timezone.utc):%Y-%m-%d} by {describe()}.*"
-myst_substitutions = {"build_stamp": BUILD_STAMP}
+myst_substitutions = {
+    "build_stamp": BUILD_STAMP,
+    "install_line": f"`pip install effpt=={effpt.__version__}`",
+}
 
 # -- HTML ------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"

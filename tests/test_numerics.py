@@ -210,3 +210,64 @@ def test_narrow_formats_keep_their_dtype_and_are_computed_in_float32(dtype):
 def test_bad_arguments_raise_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+#: Shapes with at least one empty dimension: sizes 0 to 3, up to three dimensions.
+shapes_with_an_empty_dim = (
+    st.lists(st.integers(0, 3), min_size=1, max_size=3).filter(lambda s: 0 in s).map(tuple)
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shapes_with_an_empty_dim,
+    st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+    st.data(),
+)
+def test_empty_tensors_give_what_torch_gives(shape, dtype, data):
+    # torch.softmax over an empty dimension returns an empty tensor; ours crashed inside amax
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    logits = torch.zeros(shape, dtype=dtype, requires_grad=True)
+    target = torch.zeros(shape, dtype=dtype)
+    pairs = [
+        (numerics.softmax(logits, dim=dim), torch.softmax(logits, dim=dim)),
+        (numerics.log_softmax(logits, dim=dim), torch.log_softmax(logits, dim=dim)),
+        (
+            numerics.cross_entropy(logits, target, dim=dim, reduction="none"),
+            -(target * torch.log_softmax(logits, dim=dim)).sum(dim=dim),
+        ),
+    ]
+    for ours, theirs in pairs:
+        assert ours.shape == theirs.shape
+        assert ours.dtype == theirs.dtype
+        torch.testing.assert_close(ours, theirs)
+        (grad,) = torch.autograd.grad(ours.sum(), logits)
+        assert grad.shape == shape
+        assert not grad.any()
+    assert numerics.cross_entropy(logits, target, dim=dim, reduction="sum").item() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("shape", "mean_is_nan", "torch_mean_is_nan"),
+    [((0, 3), True, True), ((3, 0), False, True)],
+    ids=["empty batch", "empty class dimension"],
+)
+def test_cross_entropy_reductions_of_empty_input(shape, mean_is_nan, torch_mean_is_nan):
+    # the mean over no examples is nan, as in torch; over examples with no classes each
+    # loss is an empty sum, 0, and so is their mean (torch divides 0 by 0 there)
+    logits, target = torch.zeros(shape), torch.zeros(shape)
+    mean = numerics.cross_entropy(logits, target, reduction="mean")
+    assert mean.isnan().item() is mean_is_nan
+    if not mean_is_nan:
+        assert mean.item() == 0.0
+    assert F.cross_entropy(logits, target).isnan().item() is torch_mean_is_nan
+    assert numerics.cross_entropy(logits, target, reduction="sum").item() == 0.0
+    losses = numerics.cross_entropy(logits, target, reduction="none")
+    assert losses.shape == (shape[0],)
+    assert not losses.any()
+
+
+def test_dim_accepts_numpy_integers_as_torch_does():
+    logits = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
+    for fn in (numerics.softmax, numerics.log_softmax):
+        torch.testing.assert_close(fn(logits, dim=np.int64(0)), fn(logits, dim=0))

@@ -178,3 +178,22 @@ def test_quartiles_out_of_order_fail(app):
     path = write_records(app, "plot_a", [json.dumps({**GOOD, "q1_s": 0.002})])
     with pytest.raises(ExtensionError, match=rf"{path}:1: .*quartiles out of order"):
         measurements.load_records(app)
+
+
+def test_compat_matrix_sorts_versions_and_diffs_only_real_changes(tmp_path):
+    from effpt_site import compat
+
+    folder = tmp_path / "compat"
+    folder.mkdir()
+    outputs = {
+        "2.6.0": "loss 0.25\nstep 2.00 ms, 4.0× (3.8–4.2) faster\n",
+        "2.13.0": "loss 0.25\nstep 3.10 ms, 2.9× (2.5–3.0) faster\n",
+        "2.15.0": "loss 0.26\nstep 1.90 ms, 4.1× (4.0–4.2) faster\n",
+    }
+    for version, output in outputs.items():
+        run = {"torch": version, "pages": {"plot_a": {"ok": True, "output": output}}}
+        (folder / f"torch-{version}.json").write_text(json.dumps(run))
+    runs = compat.load_matrix(tmp_path)
+    assert [r["torch"] for r in runs] == ["2.6.0", "2.13.0", "2.15.0"]
+    assert compat._diff(runs[0], runs[1], "plot_a") == ""  # only timings changed
+    assert "-loss 0.25\n+loss 0.26" in compat._diff(runs[1], runs[2], "plot_a")

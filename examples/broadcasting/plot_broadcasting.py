@@ -4,8 +4,9 @@ Broadcast tensors without copies and without silent bugs
 
 Broadcasting lets two tensors of different shapes meet in one operation without
 copying either of them. It saves memory, time and lines of code, and it hides bugs
-that no error message will point at. This page measures the savings on the machine
-that built it, then shows the two classic bugs and the habits that catch them.
+that no error message will point at. This page shows the rules and what a broadcast
+operand costs in memory, then the two classic bugs and the habits that catch them.
+:doc:`plot_broadcast_merge` puts the rules to work in a layer and measures the gain.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_broadcasting.py``.
 """
@@ -41,7 +42,7 @@ assert c[2, 3].item() == 23.0
 # :func:`torch.broadcast_shapes` applies the rules to shapes alone, so you can check
 # a combination before any tensor exists. The last two pairs fail: 64 and 256, 2 and 4
 # are different and none of them is 1. The third pair, features per position and one
-# wider vector per sequence, comes back in a section below.
+# wider vector per sequence, is the case :doc:`plot_broadcast_merge` solves.
 pairs = [((3, 1), (4,)), ((8, 100, 64), (8, 1, 64)), ((8, 100, 64), (8, 1, 256)), ((3, 2), (3, 4))]
 for left, right in pairs:
     try:
@@ -149,197 +150,6 @@ assert outer_sum.untyped_storage().nbytes() == 4 * n * n
 # sphinx_gallery_end_ignore
 
 # %%
-# Combining features of different lengths
-# ---------------------------------------
-# A common layer combines per-position features ``a`` of shape ``(batch, n, fa)`` with
-# one vector per sequence ``b`` of shape ``(batch, 1, fb)``: tile ``b`` along the
-# sequence, concatenate, apply a linear layer and an activation. Even with ``expand``,
-# :func:`torch.cat` has to write the tiled copy into a new tensor.
-batch, fa, fb, out = 8, 64, 256, 64
-linear = torch.nn.Linear(fa + fb, out, device=device)
-
-
-def tile_and_concat(a, b):
-    tiled_b = b.expand(-1, a.shape[1], -1)  # (batch, n, fb), a view
-    ab = torch.cat([a, tiled_b], dim=2)  # (batch, n, fa + fb), a copy
-    return torch.relu(linear(ab))  # (batch, n, out)
-
-
-# %%
-# A linear layer applied to a concatenation is the sum of two linear layers, one per
-# part: with the weight split by columns as ``W = [Wa | Wb]``,
-# ``W @ cat(a, b) + c = Wa @ a + Wb @ b + c``. (The guide writes this as
-# ``f(m(x + y)) = f(mx + my)``, where the ``+`` inside ``m`` means concatenation.) So
-# project each part on its own and let broadcasting add the projections: ``b`` is
-# projected once per sequence, not once per position. The ``Merge`` module below does
-# this for any two shapes whose projections broadcast; it keeps a single bias, since
-# two biases would only add up to one.
-
-
-class Merge(torch.nn.Module):
-    """Combine two feature tensors whose shapes broadcast: ``act(A a + B b + bias)``."""
-
-    def __init__(self, in_a, in_b, out_features, activation=None):
-        super().__init__()
-        self.proj_a = torch.nn.Linear(in_a, out_features)
-        self.proj_b = torch.nn.Linear(in_b, out_features, bias=False)
-        self.activation = torch.nn.Identity() if activation is None else activation
-
-    def forward(self, a, b):
-        return self.activation(self.proj_a(a) + self.proj_b(b))
-
-
-# %%
-# Give ``Merge`` the concatenated layer's weights, split by columns, and both paths
-# compute the same function. Only the order of the float32 sums differs, so the outputs
-# agree to rounding error.
-merge = Merge(fa, fb, out, activation=torch.nn.ReLU()).to(device)
-with torch.no_grad():
-    merge.proj_a.weight.copy_(linear.weight[:, :fa])
-    merge.proj_b.weight.copy_(linear.weight[:, fa:])
-    merge.proj_a.bias.copy_(linear.bias)
-
-    a = torch.randn(batch, 100, fa, device=device)  # (batch, n, fa)
-    b = torch.randn(batch, 1, fb, device=device)  # (batch, 1, fb)
-    difference = (merge(a, b) - tile_and_concat(a, b)).abs().max().item()
-print(f"largest difference between the two outputs: {difference:.1e}")
-
-# sphinx_gallery_start_ignore
-with torch.no_grad():
-    assert torch.allclose(merge(a, b), tile_and_concat(a, b), atol=1e-5, rtol=1e-5), difference
-# sphinx_gallery_end_ignore
-
-# %%
-# The same module serves any pair of shapes that broadcast after projection: a single
-# context vector for every sequence, or per-pixel features of images with one vector
-# per image.
-with torch.no_grad():
-    print(tuple(merge(a, torch.randn(fb, device=device)).shape))  # b: (fb,)
-    pixels = torch.randn(batch, 16, 16, fa, device=device)  # (batch, height, width, fa)
-    per_image = torch.randn(batch, 1, 1, fb, device=device)  # (batch, 1, 1, fb)
-    print(tuple(merge(pixels, per_image).shape))
-
-# sphinx_gallery_start_ignore
-with torch.no_grad():
-    assert merge(pixels, per_image).shape == (batch, 16, 16, out)
-# sphinx_gallery_end_ignore
-
-# %%
-# Time and peak memory
-# --------------------
-# :func:`effpt.bench.compare` times both forward passes (no autograd) at a few
-# sequence lengths. Peak memory is measured differently per device, and the output
-# says which: on CUDA it is :func:`torch.cuda.max_memory_allocated` above what was
-# allocated before the call; on CPU it is the peak of the "Total Allocated" counter
-# that :mod:`torch.profiler` keeps for PyTorch's CPU allocator when
-# ``profile_memory=True``. That counter sees every tensor, but not scratch memory that
-# BLAS libraries allocate for themselves. Other devices have no peak counter, so the
-# page prints that memory was not measured there.
-import json
-import tempfile
-from pathlib import Path
-
-from torch.profiler import ProfilerActivity, profile
-
-from effpt.bench import compare, format_seconds
-
-
-def peak_bytes(fn):
-    """Peak bytes of tensor memory that ``fn()`` allocates on top of what already exists."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
-        before = torch.cuda.memory_allocated(device)
-        fn()
-        torch.cuda.synchronize(device)
-        return torch.cuda.max_memory_allocated(device) - before
-    if device.type != "cpu":
-        return float("nan")
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    with tempfile.TemporaryDirectory() as tmp:
-        trace = Path(tmp) / "trace.json"
-        prof.export_chrome_trace(str(trace))
-        events = json.loads(trace.read_text(encoding="utf-8"))["traceEvents"]
-    return max(e["args"]["Total Allocated"] for e in events if e.get("name") == "[memory]")
-
-
-memory_method = {
-    "cuda": "torch.cuda.max_memory_allocated",
-    "cpu": "torch.profiler's count of PyTorch's CPU allocator",
-}.get(device.type, f"not measured: {device.type} has no peak-memory counter")
-print("peak memory:", memory_method)
-
-# %%
-# For each length: fresh inputs, one :func:`~effpt.bench.compare` of the two variants
-# and one peak-memory reading per variant, all without autograd.
-lengths = [256, 1024, 4096, 16384] if device.type == "cuda" else [16, 64, 256, 1024]
-
-
-def measure(n):
-    a = torch.randn(batch, n, fa, device=device)  # (batch, n, fa)
-    b = torch.randn(batch, 1, fb, device=device)  # (batch, 1, fb)
-    variants = {"tile + concat": lambda: tile_and_concat(a, b), "Merge": lambda: merge(a, b)}
-    with torch.no_grad():
-        records = compare(f"combine features, n={n}", variants, device=device, show=False)
-        memory = [peak_bytes(fn) for fn in variants.values()]
-    return records, memory
-
-
-results = {n: measure(n) for n in lengths}
-print(f"{'n':>6} {'tile + concat':>14} {'Merge':>10} {'speed-up':>9}   peak MiB: concat  Merge")
-for n, ((cat, mrg), (m_cat, m_mrg)) in results.items():
-    print(
-        f"{n:>6} {format_seconds(cat.median_s):>14} {format_seconds(mrg.median_s):>10}"
-        f" {cat.median_s / mrg.median_s:>8.2f}×   {m_cat / 2**20:>16.2f} {m_mrg / 2**20:>6.2f}"
-    )
-
-# sphinx_gallery_start_ignore
-if device.type in ("cuda", "cpu"):
-    assert all(m_mrg < m_cat for _, (m_cat, m_mrg) in results.values()), results
-# sphinx_gallery_end_ignore
-
-# %%
-# Per position, the concatenated path multiplies ``fa + fb = 320`` inputs by the
-# weight and ``Merge`` only ``fa = 64`` (plus ``fb`` once per sequence), so at long
-# lengths ``Merge`` does up to ``(fa + fb) / fa = 5`` times less arithmetic. It needs
-# less memory too. At its peak ``tile_and_concat`` holds the concatenation, the linear
-# output and the activation, 320 + 64 + 64 numbers per position; ``Merge`` never holds
-# more than two ``(batch, n, out)`` tensors, 128 numbers per position. On CPU, where
-# the count is exact, that is a ratio of 448 / 128 = 3.5.
-n = lengths[-1]
-(cat, mrg), (m_cat, m_mrg) = results[n]
-print(f"arithmetic ratio (fa + fb) / fa = {(fa + fb) / fa:.1f}")
-print(f"at n={n}: Merge ran {cat.median_s / mrg.median_s:.2f}× as fast as tile + concat")
-print(f"at n={n}: tile + concat needed {m_cat / m_mrg:.2f}× the peak memory of Merge")
-print(f"peak memory: {memory_method}; machine: {describe(device)}")
-
-# sphinx_gallery_start_ignore
-if device.type == "cpu":
-    assert abs(m_cat / m_mrg - 3.5) < 0.1, (m_cat, m_mrg)
-elif device.type == "cuda":
-    assert m_cat / m_mrg > 2.0, (m_cat, m_mrg)
-# sphinx_gallery_end_ignore
-
-# %%
-# Both measurements against the sequence length. The error bars on the times span
-# half the interquartile range on each side of the median: wide bars mean the machine
-# was busy with something else while it measured.
-fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
-for k, label in enumerate(["tile + concat", "Merge"]):
-    medians = [records[k].median_s * 1e3 for records, _ in results.values()]
-    spreads = [records[k].iqr_s * 1e3 / 2 for records, _ in results.values()]
-    ax_time.errorbar(lengths, medians, yerr=spreads, marker="o", capsize=3, label=label)
-    ax_mem.plot(lengths, [memory[k] / 2**20 for _, memory in results.values()], "o-", label=label)
-ax_time.set(xlabel="sequence length n", ylabel="forward time (ms)", title="Median time")
-ax_mem.set(xlabel="sequence length n", ylabel="peak memory (MiB)", title="Peak tensor memory")
-for ax in (ax_time, ax_mem):
-    ax.set(xscale="log", yscale="log")
-    ax.legend()
-fig.suptitle(f"batch={batch}, fa={fa}, fb={fb}, out={out} · {describe(device)}", fontsize=9)
-plt.show()
-
-# %%
 # The ugly: a sum that broadcasts
 # -------------------------------
 # Broadcasting never complains when shapes *happen* to fit. Here ``a`` was meant to be
@@ -421,9 +231,8 @@ else:
 # -------
 # - Broadcasting aligns shapes from the right and stretches size-1 dimensions; check a
 #   combination ahead of time with :func:`torch.broadcast_shapes`.
-# - ``expand`` and broadcasting give stride-0 views that cost no memory; ``repeat`` and
-#   :func:`torch.cat` store every copy.
-# - Project parts separately and let the projections broadcast (``Merge``) instead of
-#   tiling and concatenating: less arithmetic and less memory, as measured above.
+# - ``expand`` and broadcasting give stride-0 views that cost no memory; ``repeat``
+#   stores every copy, and the result of an operation is always full size.
+#   :doc:`plot_broadcast_merge` turns this into a layer that never tiles.
 # - Always name the dimension in reductions and in ``squeeze``; use ``einsum`` when
 #   naming every dimension makes the code clearer.

@@ -71,8 +71,9 @@ assert [round(decades(d)) for d in FORMATS] == [632, 83, 12, 79, 5, 10]
 # sphinx_gallery_end_ignore
 
 # %%
-# float32 spans 1.4e-45 to 3.4e+38, 83 decades. bfloat16 keeps that range with 8
-# significant bits instead of 24 (eps 0.00781 against 1.19e-07). float16 trades range
+# float32 spans 1.4e-45 to 3.4e+38, 83 decades. bfloat16 keeps its normal range (the
+# same smallest normal number, nearly the same largest) with 8 significant bits instead
+# of 24 (eps 0.00781 against 1.19e-07). float16 trades range
 # for precision: nothing above 65504, no normal number below 6.1e-05, which is why
 # float16 training scales its loss. The two float8 formats, made for matrix multiplies
 # on recent GPUs, cover 5 and 10 decades. The bars below draw each range; the pale part
@@ -139,12 +140,10 @@ for w in caught:
     print(f"  {w.category.__name__}: {w.message}")
 
 # sphinx_gallery_start_ignore
+# NumPy's wording varies between versions; what counts is which events it reports
 messages = [str(w.message) for w in caught]
-assert messages == [
-    "invalid value encountered in scalar divide",
-    "overflow encountered in cast",
-    "invalid value encountered in scalar divide",
-], messages
+assert all(w.category is RuntimeWarning for w in caught), messages
+assert [m.split()[0] for m in messages] == ["invalid", "overflow", "invalid"], messages
 # sphinx_gallery_end_ignore
 
 # %%
@@ -189,11 +188,12 @@ assert (torch.tensor(256.0, dtype=torch.float16) + 1).item() == 257.0
 # %%
 # Accumulation error: how you add matters
 # ---------------------------------------
-# Add 0.1 to a float32 total 2¹⁴ times in a Python loop, as a training loop
-# does that keeps ``running_loss += loss`` in a float32 tensor. Each addition rounds the total, and because the total
-# is the same size each time the rounding errors push the same way. :func:`torch.sum`
-# adds in a tree (a pairwise, blocked reduction), so each value meets only about
-# log₂ n roundings. The reference is the float64 sum of the same float32 values.
+# Add 0.1 to a float32 total 2¹⁴ times in a Python loop, as a training loop does that
+# keeps ``running_loss += loss`` in a float32 tensor. Each addition rounds the total;
+# the value added never changes and the total stays between the same two powers of two
+# for long stretches, so the rounding errors push the same way. :func:`torch.sum` adds
+# in a tree (a pairwise, blocked reduction), so each value meets only about log₂ n
+# roundings. The reference is the float64 sum of the same float32 values.
 n_loop = 2**14
 tenths = torch.full((n_loop,), 0.1)  # float32
 
@@ -248,7 +248,8 @@ const_loop, const_tree = errors["0.1 each"]
 assert const_loop[-1] > 0.1, const_loop
 rand_loop, rand_tree = errors["uniform [0, 1)"]
 assert rand_loop[-1] > 10 * rand_tree[-1], (rand_loop[-1], rand_tree[-1])
-assert max(const_tree + rand_tree) < 8 * eps, (const_tree, rand_tree)
+if device.type == "cpu":  # a GPU's reduction order differs; the prose promises no bound there
+    assert max(const_tree + rand_tree) < 8 * eps, (const_tree, rand_tree)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -257,15 +258,15 @@ assert max(const_tree + rand_tree) < 8 * eps, (const_tree, rand_tree)
 # numbers near it lie 1/64, 1/32, 1/16 or 1/8 apart, and every added 0.1 rounds to the
 # same multiple of that gap, so the error never averages out. Random values fare
 # better, yet the loop still loses more than ten times as much as :func:`torch.sum`,
-# which stays within a few ``eps`` at every size.
-fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+# whose worst error over all sizes is printed above in units of ``eps``.
+fig, ax = plt.subplots(figsize=(9, 4), layout="constrained")
 for color, (label, (loop, tree)) in zip(("C3", "C0"), errors.items(), strict=True):
     ax.loglog(sizes, loop, "o-", color=color, label=f"running loop, {label}")
     ax.loglog(sizes, tree, "s--", color=color, label=f"torch.sum, {label}")
 ax.axhline(eps, color="gray", linestyle=":", label="float32 eps")
 ax.set(xlabel="number of float32 values summed", ylabel="relative error vs float64")
 ax.set_title("Summing in float32: running total vs torch.sum")
-ax.legend(fontsize=8)
+fig.legend(fontsize=8, loc="outside right upper")
 plt.show()
 
 # %%

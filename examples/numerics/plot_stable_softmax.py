@@ -3,10 +3,14 @@ Compute softmax and cross-entropy without overflow
 ==================================================
 
 A softmax written straight from its formula returns ``nan`` as soon as one logit passes
-about 88, and a cross-entropy built on it returns ``inf`` even earlier; both poison
-every gradient behind them. This page breaks the textbook versions, fixes them with two
-rewrites (subtract the maximum, use log-sum-exp), measures the error against float64,
-and applies the same idea to binary cross-entropy, ``log1p`` and ``expm1``.
+about 88.7. A cross-entropy that takes the logarithm of a softmax fails too: built on
+that softmax it returns ``nan`` past the same point, and built on a softmax that
+subtracts the maximum it still returns ``inf`` once two logits are about 104 apart.
+Either poisons every gradient behind it. This page
+breaks the textbook versions, fixes them with two rewrites (subtract the maximum, use
+log-sum-exp), measures the error against float64, shows which input each of PyTorch's
+two classification losses expects, and applies the same idea to binary cross-entropy,
+``log1p`` and ``expm1``.
 
 For the background, read :doc:`/explanations/floating_point`.
 
@@ -30,9 +34,9 @@ device = pick_device()
 print(describe(device))
 
 
-def naive_softmax(logits: torch.Tensor) -> torch.Tensor:
+def naive_softmax(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
     exp = torch.exp(logits)
-    return exp / exp.sum()
+    return exp / exp.sum(dim=dim, keepdim=True)
 
 
 logits = torch.tensor([1000.0, 0.0], device=device)
@@ -53,10 +57,11 @@ assert math.isfinite(math.exp(88.72)) and torch.exp(torch.tensor(88.73)).item() 
 # --------------------
 # ``exp(z_i - c) / Σ_j exp(z_j - c)`` equals the softmax for any constant ``c``: the
 # factor ``exp(-c)`` cancels. With ``c = max(z)`` every exponent is at most 0, so every
-# ``exp`` lies in [0, 1] and the sum lies between 1 and the number of logits. (The
-# source this lesson comes from calls ``torch.reduce_max``, which does not exist; the
-# PyTorch spelling is :meth:`torch.Tensor.amax`, with ``keepdim=True`` so that the
-# subtraction lines up with the right axis of a batch.)
+# ``exp`` lies in [0, 1] and the sum lies between 1 and the number of logits. The
+# maximum is :meth:`torch.Tensor.amax` along the softmax's dimension, with
+# ``keepdim=True`` so that the subtraction lines up with the right axis of a batch.
+# (The Effective PyTorch guide writes this step with a reduction from TensorFlow that
+# PyTorch does not have.)
 
 
 def stable_softmax(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -76,10 +81,11 @@ assert torch.softmax(logits, dim=-1).tolist() == [1.0, 0.0]
 # How large can the logits get?
 # -----------------------------
 # We scale 10 000 standard-normal logits by a growing factor and compare each
-# float32 softmax with a float64 one of the same logits. Both are probability vectors,
-# so the relative error is simply the summed absolute difference. The naive version is
-# as accurate as the others until its largest logit passes 88.72; from then on it
-# returns ``nan``, drawn as crosses on the top edge.
+# float32 softmax with a float64 one of the same logits, computed on the CPU (not every
+# device has float64). Both are probability vectors, so the relative error is simply the
+# summed absolute difference. The naive version is as accurate as the others until its
+# largest logit passes 88.72; from then on it returns ``nan``, drawn as crosses on the
+# top edge.
 unit = torch.randn(10_000, device=device)
 scales = torch.logspace(-1, 2, steps=31).tolist()
 methods = {
@@ -89,10 +95,10 @@ methods = {
 }
 errors = {name: [] for name in methods}
 for scale in scales:
-    z = scale * unit  # float32
-    reference = torch.softmax(z.double(), dim=-1)
+    z = scale * unit  # float32, on the device
+    reference = torch.softmax(z.cpu().double(), dim=-1)  # float64 on the CPU
     for name, fn in methods.items():
-        errors[name].append((fn(z).double() - reference).abs().sum().item())
+        errors[name].append((fn(z).cpu().double() - reference).abs().sum().item())
 
 first_nan = next(s for s, e in zip(scales, errors["naive"], strict=True) if math.isnan(e))
 print(
@@ -143,14 +149,52 @@ plt.show()
 labels = torch.tensor([0.5, 0.5], device=device)
 
 
-def naive_cross_entropy(logits, labels, dim=-1):
-    return -(labels * torch.log(stable_softmax(logits, dim))).sum(dim=dim)
+def naive_cross_entropy(logits, labels, dim=-1, softmax=stable_softmax):
+    return -(labels * torch.log(softmax(logits, dim))).sum(dim=dim)
 
 
-print("naive cross-entropy:", naive_cross_entropy(logits, labels).item())
+print("log of the stable softmax, logits [1000, 0]:", naive_cross_entropy(logits, labels).item())
 
 # sphinx_gallery_start_ignore
 assert naive_cross_entropy(logits, labels).item() == math.inf
+# sphinx_gallery_end_ignore
+
+# %%
+# Where does each version break? Below, the logits are ``[z, 0]`` for every gap ``z``
+# from 80 to 110 in steps of 0.01. Taking the log of the naive softmax gives ``nan``
+# once ``exp(z)`` overflows, at the same 88.72 as the softmax itself. With the maximum
+# subtracted, the small probability is ``exp(-z) / (1 + exp(-z))``; it rounds to 0, and
+# its log to ``-inf``, once ``exp(-z)`` falls below half of float32's smallest subnormal
+# (1.4e-45), a gap of ``ln(2 / 1.4e-45)`` ≈ 103.97. Later, not earlier, but still a
+# failure at logits a trained classifier can reach. The scan runs on the CPU, whose
+# float32 keeps subnormal numbers; a device that flushes them to zero fails sooner, as
+# soon as ``exp(-z)`` drops below the smallest *normal* number (also printed).
+gaps = torch.arange(8_000, 11_000) / 100  # 80.00 to 109.99, float32, on the CPU
+pairs = torch.stack([gaps, torch.zeros_like(gaps)], dim=1)  # (steps, 2): logits [z, 0]
+pair_labels = torch.full_like(pairs, 0.5)  # (steps, 2)
+
+
+def breaking_point(losses):
+    """The last gap with a finite loss and the value just past it (None if all finite)."""
+    finite = torch.isfinite(losses)
+    if finite.all():
+        return None
+    first_bad = int((~finite).nonzero()[0])
+    return gaps[first_bad - 1].item(), losses[first_bad].item()
+
+
+breaks = {}
+for name, softmax in {"naive": naive_softmax, "max-subtracted": stable_softmax}.items():
+    breaks[name] = breaking_point(naive_cross_entropy(pairs, pair_labels, softmax=softmax))
+    last_finite, past = breaks[name]
+    label = f"log of the {name} softmax:"
+    print(f"{label:<34} finite up to a gap of {last_finite:.2f}, then {past}")
+print(f"ln(2 / smallest subnormal) = {math.log(2 / 2.0**-149):.2f}")
+print(f"ln(1 / smallest normal)    = {-math.log(torch.finfo(torch.float32).tiny):.2f}")
+
+# sphinx_gallery_start_ignore
+assert math.isnan(breaks["naive"][1]) and round(breaks["naive"][0], 2) == 88.72
+assert breaks["max-subtracted"][1] == math.inf and round(breaks["max-subtracted"][0], 2) == 103.97
 # sphinx_gallery_end_ignore
 
 # %%
@@ -169,16 +213,21 @@ logits.requires_grad_(True)
 loss = stable_cross_entropy(logits, labels)
 (grad,) = torch.autograd.grad(loss, logits)
 print(f"stable cross-entropy: {loss.item()}, gradient: {grad.tolist()}")
+all_finite = breaking_point(stable_cross_entropy(pairs, pair_labels)) is None
+print("logsumexp form finite at every gap from 80 to 110:", all_finite)
 
 # sphinx_gallery_start_ignore
 assert loss.item() == 500.0 and grad.tolist() == [0.5, -0.5]
+assert all_finite
 # sphinx_gallery_end_ignore
 
 # %%
 # PyTorch's :func:`torch.nn.functional.cross_entropy` accepts probabilities as the
-# target (a float tensor the shape of the logits) and computes the same thing, as does
-# :func:`effpt.numerics.cross_entropy`, the doctested version of this page's function.
-# On a batch whose logits reach thousands, all three agree with float64.
+# target (a float tensor the shape of the logits) and computes the same thing. So does
+# :func:`effpt.numerics.cross_entropy`, this page's function hardened: it checks its
+# arguments, computes float16 and bfloat16 input in float32, returns empty results for
+# empty input, and is tested against float64 on logits up to 1e30. On a batch whose
+# logits reach thousands, all three agree with a float64 reference computed on the CPU.
 import torch.nn.functional as F
 
 from effpt import numerics
@@ -188,7 +237,7 @@ print("effpt.numerics.cross_entropy:", numerics.cross_entropy(logits, labels).it
 
 batch_logits = 1000 * torch.randn(64, 10, device=device)  # (batch, classes)
 batch_labels = torch.softmax(torch.randn(64, 10, device=device), dim=1)  # (batch, classes)
-reference = stable_cross_entropy(batch_logits.double(), batch_labels.double()).mean()
+reference = stable_cross_entropy(batch_logits.cpu().double(), batch_labels.cpu().double()).mean()
 print(f"batch of 64: largest |logit| {batch_logits.abs().max().item():.0f}")
 for name, value in {
     "this page": stable_cross_entropy(batch_logits, batch_labels).mean(),
@@ -209,6 +258,89 @@ for value in (
 # sphinx_gallery_end_ignore
 
 # %%
+# ``CrossEntropyLoss`` takes logits, ``NLLLoss`` takes log-probabilities
+# ------------------------------------------------------------------------
+# :class:`torch.nn.CrossEntropyLoss` applies :func:`torch.log_softmax` itself, so its
+# input is raw logits. :class:`torch.nn.NLLLoss` only picks ``-input[target]``, so its
+# input must already be log-probabilities, the output of :func:`torch.log_softmax` (or a
+# :class:`torch.nn.LogSoftmax` layer). Neither checks what it is given. Below, one
+# example of ten classes, predicted right with a margin of 5, goes to each loss in three
+# forms; the row that matches each loss is the correct one.
+classes, margin = 10, 5.0
+scores = torch.zeros(1, classes, device=device)  # (batch, classes)
+scores[0, 3] = margin
+target = torch.tensor([3], device=device)  # a class index per example
+forms = {
+    "logits": scores,
+    "log_softmax(logits)": torch.log_softmax(scores, dim=1),
+    "softmax(logits)": torch.softmax(scores, dim=1),
+}
+ce_loss, nll_loss = torch.nn.CrossEntropyLoss(), torch.nn.NLLLoss()
+print(f"{'input':<22}{'CrossEntropyLoss':>18}{'NLLLoss':>10}")
+table = {name: (ce_loss(x, target).item(), nll_loss(x, target).item()) for name, x in forms.items()}
+for name, (ce, nll) in table.items():
+    print(f"{name:<22}{ce:>18.4f}{nll:>10.4f}")
+
+# sphinx_gallery_start_ignore
+assert math.isclose(table["logits"][0], table["log_softmax(logits)"][1], rel_tol=1e-5)
+assert math.isclose(table["log_softmax(logits)"][0], table["logits"][0], rel_tol=1e-5)
+assert table["logits"][1] == -margin and table["softmax(logits)"][1] < 0
+assert table["softmax(logits)"][0] > 1.0
+# sphinx_gallery_end_ignore
+
+# %%
+# ``NLLLoss`` on logits returns ``-5``, a "loss" that falls without bound as the correct
+# logit grows, and on probabilities a negative number as well. ``CrossEntropyLoss`` on
+# log-probabilities happens to be right, because ``log_softmax`` of log-probabilities
+# changes nothing (their ``logsumexp`` is ``log 1 = 0``). ``CrossEntropyLoss`` on the
+# *output of a softmax* is the common bug, and it fails quietly: the inputs lie in
+# [0, 1], so a second softmax can never be confident. The loss cannot fall below
+# ``ln(1 + (C - 1)/e)`` for ``C`` classes, and the gradient that reaches the logits is
+# ``C`` times smaller at the start: at equal inputs, a softmax scales every change of its
+# input by ``1/C``. The figure follows both as the margin grows: both gradients fade
+# as the prediction saturates, but the loss fed a softmax stays at its floor, a number
+# no amount of training can lower.
+margins = torch.linspace(0, 20, 81, device=device)
+on_logits, on_probs = "CrossEntropyLoss(logits)", "CrossEntropyLoss(softmax(logits))"
+losses = {on_logits: [], on_probs: []}
+grads = {name: [] for name in losses}
+for m in margins.tolist():
+    z = torch.zeros(1, classes, device=device)
+    z[0, 3] = m
+    z.requires_grad_(True)
+    for name, x in zip(losses, (z, torch.softmax(z, dim=1)), strict=True):
+        value = ce_loss(x, target)
+        (g,) = torch.autograd.grad(value, z)
+        losses[name].append(value.item())
+        grads[name].append(g.norm().item())
+floor = math.log(1 + (classes - 1) / math.e)
+print(f"ln(1 + (C - 1)/e) for C = {classes}: {floor:.4f}")
+print(f"{on_probs} at margin 20: {losses[on_probs][-1]:.4f}")
+ratio_at_zero = grads[on_logits][0] / grads[on_probs][0]
+print(f"at margin 0 the gradient on the logits is {ratio_at_zero:.1f}× smaller through the softmax")
+
+# sphinx_gallery_start_ignore
+assert min(losses[on_probs]) >= floor - 1e-5
+assert abs(losses[on_probs][-1] - floor) < 1e-4
+assert losses[on_logits][-1] < 1e-6
+assert abs(ratio_at_zero - classes) < 0.1, ratio_at_zero
+# sphinx_gallery_end_ignore
+
+# %%
+fig, (ax_loss, ax_grad) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
+for (name, values), color in zip(losses.items(), ("C0", "C3"), strict=True):
+    ax_loss.plot(margins.tolist(), values, color=color, label=name)
+    ax_grad.semilogy(margins.tolist(), grads[name], color=color, label=name)
+ax_loss.axhline(floor, color="gray", linestyle=":", label=f"ln(1 + (C − 1)/e) = {floor:.2f}")
+ax_loss.set(xlabel="margin of the correct logit", ylabel="loss", title="Loss, C = 10 classes")
+ax_grad.set(xlabel="margin of the correct logit", ylabel="‖∂loss/∂logits‖", title="Gradient")
+ax_loss.legend(fontsize=8, loc="upper right")
+fig.suptitle(
+    f"CrossEntropyLoss fed a softmax: a floor of {floor:.2f} and a {ratio_at_zero:.0f}× weaker start"
+)
+plt.show()
+
+# %%
 # The same pattern elsewhere
 # --------------------------
 # Binary cross-entropy on probabilities has the same flaw. For a logit of 20 or more,
@@ -224,7 +356,7 @@ bce = torch.nn.BCELoss(reduction="none")(torch.sigmoid(x), target)
 (bce_grad,) = torch.autograd.grad(bce.sum(), x)
 logit_bce = torch.nn.BCEWithLogitsLoss(reduction="none")(x, target)
 (logit_grad,) = torch.autograd.grad(logit_bce.sum(), x)
-exact = F.softplus(x.detach().double())  # log(1 + exp(x)) in float64
+exact = F.softplus(x.detach().cpu().double())  # log(1 + exp(x)) in float64, on the CPU
 
 print(
     f"{'x':>5}{'exact loss':>12}{'BCELoss':>10}{'its grad':>10}{'WithLogits':>12}{'its grad':>10}"
@@ -237,13 +369,14 @@ for xi, ex, b, bg, lb, lg in zip(*(c.tolist() for c in columns), strict=True):
 assert torch.sigmoid(x[1:]).tolist() == [1.0, 1.0]
 assert bce[1].item() == 100.0 and bce_grad[1].item() == 0.0
 assert bce[2].item() == 100.0 and bce_grad[2].item() == 0.0
-assert torch.allclose(logit_bce.double(), exact) and torch.allclose(logit_grad, torch.sigmoid(x))
+assert torch.allclose(logit_bce.cpu().double(), exact)
+assert torch.allclose(logit_grad, torch.sigmoid(x))
 # sphinx_gallery_end_ignore
 
 # %%
 # Near zero the trouble is precision, not range: ``1 + 1e-8`` is 1 in float32, so
 # ``log(1 + x)`` and ``exp(x) - 1`` return exactly 0 for small ``x``.
-# At ``x = 1e-5`` they are already wrong in the third digit.
+# At ``x = 1e-5`` they are already off by more than one part in a thousand.
 # :func:`torch.log1p` and :func:`torch.expm1` compute them without forming ``1 + x``
 # and keep float32's full precision.
 small = torch.tensor([1e-8, 1e-5], device=device)
@@ -258,9 +391,9 @@ print(f"exp(x) - 1 = {show(torch.exp(small) - 1)}   expm1(x) = {show(torch.expm1
 
 # sphinx_gallery_start_ignore
 assert torch.log(1 + small)[0].item() == 0.0 and (torch.exp(small) - 1)[0].item() == 0.0
-exact_small = small.double()
-assert torch.allclose(torch.log1p(small).double(), torch.log1p(exact_small), rtol=1e-6)
-assert torch.allclose(torch.expm1(small).double(), torch.expm1(exact_small), rtol=1e-6)
+exact_small = small.cpu().double()
+assert torch.allclose(torch.log1p(small).cpu().double(), torch.log1p(exact_small), rtol=1e-6)
+assert torch.allclose(torch.expm1(small).cpu().double(), torch.expm1(exact_small), rtol=1e-6)
 assert abs(torch.log(1 + small)[1].item() / 1e-5 - 1) > 1e-3
 # sphinx_gallery_end_ignore
 
@@ -302,6 +435,8 @@ assert math.isfinite(stable_value.item()) and torch.isfinite(stable_grad).all()
 # - Never take ``log`` of a softmax; use :func:`torch.log_softmax`,
 #   :func:`torch.logsumexp`, or a loss that takes logits
 #   (:func:`torch.nn.functional.cross_entropy`, :class:`torch.nn.BCEWithLogitsLoss`).
+# - Give ``CrossEntropyLoss`` logits and ``NLLLoss`` log-probabilities; a softmax in
+#   front of ``CrossEntropyLoss`` trains slowly and never reaches a loss of 0.
 # - Use :func:`torch.log1p` and :func:`torch.expm1` when the argument is near 0.
 # - Test the gradients as well as the loss: a clamped or finite forward pass can still
 #   hide a zero or ``nan`` gradient.

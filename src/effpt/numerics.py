@@ -15,6 +15,8 @@ and the result is cast back, as PyTorch's kernels do.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 from effpt._validate import check_float_tensor
@@ -31,9 +33,10 @@ def _check_logits(logits: object, dim: object, name: str = "logits") -> int:
     if logits.ndim == 0:
         msg = f"{name} must have at least one dimension, got a 0-d tensor"
         raise ValueError(msg)
-    if not isinstance(dim, int) or isinstance(dim, bool):
+    if isinstance(dim, bool) or not hasattr(dim, "__index__"):
         msg = f"dim must be an int, got {type(dim).__name__}"
         raise TypeError(msg)
+    dim = operator.index(dim)  # a NumPy integer too, as torch accepts
     if not -logits.ndim <= dim < logits.ndim:
         msg = (
             f"dim {dim} is out of range for {name} with {logits.ndim} dimension(s) "
@@ -52,9 +55,13 @@ def _shifted(logits: torch.Tensor, dim: int) -> torch.Tensor:
     """``logits - max(logits)`` along ``dim``: every entry is <= 0 and one is exactly 0.
 
     The maximum is a constant as far as the result is concerned, so it is detached: the
-    gradient through it would cancel exactly in exact arithmetic.
+    gradient through it would cancel exactly in exact arithmetic. An empty ``dim`` has no
+    maximum (``amax`` raises) and nothing to shift: it is returned as it is, so that the
+    callers return empty results as :func:`torch.softmax` does.
     """
     z = logits.to(_compute_dtype(logits.dtype))
+    if z.shape[dim] == 0:
+        return z
     return z - z.amax(dim=dim, keepdim=True).detach()
 
 
@@ -84,6 +91,8 @@ def softmax(logits: torch.Tensor, dim: int = -1) -> torch.Tensor:
     >>> softmax(torch.tensor([[0.0, 0.0], [1.0, 1.0]]), dim=0)
     tensor([[0.2689, 0.2689],
             [0.7311, 0.7311]])
+    >>> softmax(torch.zeros(3, 0)).shape  # an empty dim gives an empty result, as in torch
+    torch.Size([3, 0])
     >>> softmax(torch.tensor([1.0, 2.0]), dim=1)
     Traceback (most recent call last):
     ...
@@ -155,7 +164,10 @@ def cross_entropy(
         :func:`torch.nn.functional.cross_entropy` uses dimension 1 of batched input.
     reduction : str
         ``"mean"`` or ``"sum"`` of the per-example losses, or ``"none"`` to return them
-        (the shape of ``logits`` with ``dim`` removed).
+        (the shape of ``logits`` with ``dim`` removed). An empty class dimension gives a
+        loss of 0 per example (an empty sum), so its mean is 0, where
+        :func:`torch.nn.functional.cross_entropy` returns ``nan``; the mean over an empty
+        batch is ``nan`` in both.
 
     Returns
     -------
@@ -173,6 +185,8 @@ def cross_entropy(
     tensor([ 0.5000, -0.5000])
     >>> cross_entropy(torch.zeros(3, 2), torch.tensor([[1.0, 0.0]] * 3), reduction="none")
     tensor([0.6931, 0.6931, 0.6931])
+    >>> cross_entropy(torch.zeros(3, 0), torch.zeros(3, 0), reduction="none").abs()
+    tensor([0., 0., 0.])
     >>> cross_entropy(torch.zeros(3, 2), torch.tensor([0, 1, 1]))
     Traceback (most recent call last):
     ...

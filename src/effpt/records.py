@@ -70,6 +70,9 @@ class Ratio:
     ('415× (401–434)', '1.27× (1.27–1.27)')
     >>> str(Ratio(0.52, 0.2, 1.1)), str(Ratio(1.57, 1.23, 2.41))
     ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
+    >>> str(Ratio(1.31, 1.04, 2.02))  # faster: the low bound is not rounded down to 1.0
+    '1.31× (1.04–2.02)'
+
     """
 
     value: float
@@ -97,8 +100,13 @@ class Ratio:
             return 0
         width = self.high - self.low
         digits = 3 if width < 0.02 * self.value else 2 if width < 0.5 * self.value else 1
-        decimals = digits - 1 - math.floor(math.log10(self.value))
-        return max(decimals, 1 if self.value < 10 else 0, 0)
+        decimals = max(digits - 1 - math.floor(math.log10(self.value)), 1 if self.value < 10 else 0)
+        # A decisive interval is never printed as touching 1 ("1.0–1.4 faster").
+        while self.verdict != "inconclusive" and decimals < 3:
+            if not round(self.low, decimals) <= 1 <= round(self.high, decimals):
+                break
+            decimals += 1
+        return decimals
 
     def __str__(self) -> str:
         if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):

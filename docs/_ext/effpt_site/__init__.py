@@ -7,6 +7,7 @@
 * :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
 * :mod:`effpt_site.page_checks`: checks that fail the build, and the freshness line.
 * :mod:`effpt_site.exec_times`: the execution-times page.
+* :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
 * :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
 * :mod:`effpt_site.api`: minigalleries in the API reference, offline API names.
 
@@ -15,11 +16,11 @@ The package imports effpt (the reader-facing library); effpt never imports it.
 
 from __future__ import annotations
 
-from effpt_site import a11y, api, cards, exec_times, measurements, page_checks
+from effpt_site import a11y, api, cards, compat, exec_times, measurements, page_checks
 
 
 def setup(app):
-    for module in (a11y, api, cards, exec_times, measurements, page_checks):
+    for module in (a11y, api, cards, compat, exec_times, measurements, page_checks):
         module.setup(app)
     app.add_config_value("effpt_families", [], "env")
     app.add_css_file("effpt.css")

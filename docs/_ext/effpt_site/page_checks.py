@@ -19,6 +19,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 
 import effpt
+from effpt_site.compat import badge_text, load_matrix
 from effpt_site.layout import STAMP_SUFFIX, example_pages, examples_dir, generated_dir
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
@@ -83,6 +84,35 @@ _TIME = re.compile(r"\*\*Total running time of the script:\*\* \(.*\)")
 _MEMORY = re.compile(r"\*\*Estimated memory usage:\*\* +(\S+) MB")
 
 
+_TITLE = re.compile(r"^\.\. _sphx_glr_.*:\n\n+[^\n]+\n=+\n", re.MULTILINE)
+
+
+def add_badge(text: str, badge: str) -> str:
+    r"""Put the page's torch-matrix line right under its title.
+
+    Examples
+    --------
+    >>> page = ".. _sphx_glr_x.py:\n\n\nTitle\n=====\n\nIntro.\n"
+    >>> print(add_badge(page, "Verified on torch 2.13.0"))  # doctest: +NORMALIZE_WHITESPACE
+    .. _sphx_glr_x.py:
+    <BLANKLINE>
+    <BLANKLINE>
+    Title
+    =====
+    <BLANKLINE>
+    .. rst-class:: effpt-badge
+    <BLANKLINE>
+    Verified on torch 2.13.0 (:doc:`compatibility </compatibility>`)
+    <BLANKLINE>
+    Intro.
+    """
+    match = _TITLE.search(text)
+    if match is None:
+        return text
+    block = f"\n.. rst-class:: effpt-badge\n\n{badge} (:doc:`compatibility </compatibility>`)\n"
+    return text[: match.end()] + block + text[match.end() :]
+
+
 def freshness(app, docname: str, source: list[str]) -> None:
     """source-read hook: check a gallery page and add when and where it was executed."""
     pages = {doc: stem for stem, doc in example_pages(app).items()}
@@ -91,15 +121,21 @@ def freshness(app, docname: str, source: list[str]) -> None:
     stem = pages[docname]
     script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
     check_example_source(script)
-    text = source[0]
+    text = add_badge(source[0], badge_text(load_matrix(app.srcdir), stem))
+    source[0] = text
     for image in _IMAGE.findall(text):
         check_image(Path(app.srcdir) / image.lstrip("/"), docname)
     if str(app.config.plot_gallery).strip().lower() in {"0", "false", "no", "off"}:
         return  # a --no-exec build: pages keep the outputs of their last execution
     check_not_failed(app, script, docname)
-    not_executed = app.config.effpt_not_executed
+    not_executed = dict(app.config.effpt_not_executed)
     cost = Path(app.srcdir, docname).with_suffix(".cost.json")
     seconds = json.loads(cost.read_text())["time"] if cost.is_file() else 0.0
+    pattern = app.config.sphinx_gallery_conf.get("filename_pattern", "")
+    if seconds <= 0 and pattern and not re.search(pattern, str(script)):
+        # A build restricted to some examples (nox -s docs -- --example NAME) that never
+        # ran this one: say so instead of failing on its missing cost file.
+        not_executed.setdefault(stem, f"this build executed only examples matching {pattern!r}")
     if seconds <= 0 and stem not in not_executed:
         msg = (
             f"{docname}: the example reports zero execution time but did not raise; run it, "

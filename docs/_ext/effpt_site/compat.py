@@ -1,0 +1,205 @@
+"""The compatibility page and each gallery page's badge, from the torch matrix's data.
+
+``nox -s compat -- VERSION`` runs the unit tests and every page on one torch version
+and writes docs/compat/torch-VERSION.json. This module reads those files (the build
+never installs torch itself) and renders, for each page and version, whether it ran,
+the warnings raised while it ran, and how its printed output changed between
+versions, with timings, rates and addresses masked so that only real changes show.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import itertools
+import json
+import re
+from pathlib import Path
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+from docutils.statemachine import StringList
+from sphinx.util.nodes import nested_parse_with_titles
+
+from effpt_site.layout import example_pages
+
+#: Volatile parts of printed output, replaced before outputs are compared.
+MASKS = [
+    (re.compile(r"\b0x[0-9a-fA-F]+"), "0x…"),
+    (re.compile(r"torch \d+\.\d+\.\d+\S*"), "torch ‹version›"),
+    (
+        re.compile(r"\d+(?:\.\d+)?× \(\S+–\S+\)(?: (?:faster|slower|inconclusive))?"),
+        "‹speed-up›",
+    ),
+    (re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?×"), "‹ratio›"),
+    (re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)? ?(?:ns|µs|us|ms|s|min)\b"), "‹time›"),
+    (
+        re.compile(r"\d[\d,]*(?:\.\d+)? ?(?:[KMGT]i?B/s|[KMGTP]?FLOP/s|[KMGT]i?B|bytes/s)\b"),
+        "‹rate›",
+    ),
+]
+
+
+def mask(text: str) -> str:
+    """Replace timings, speed-ups, rates and addresses with placeholders.
+
+    Examples
+    --------
+    >>> mask("slow  2.00 ms  100 µs  4.0× (3.8–4.2) faster at 0x7f3a")
+    'slow  ‹time›  ‹time›  ‹speed-up› at 0x…'
+    >>> mask("12.5 GB/s, 3× fewer, torch 2.13.0+cpu")
+    '‹rate›, ‹ratio› fewer, torch ‹version›'
+    """
+    for pattern, placeholder in MASKS:
+        text = pattern.sub(placeholder, text)
+    return text
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+
+
+def load_matrix(srcdir: str | Path) -> list[dict]:
+    """Every docs/compat/torch-*.json, oldest torch first."""
+    folder = Path(srcdir) / "compat"
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("torch-*.json")]
+    return sorted(runs, key=lambda run: _version_key(run["torch"]))
+
+
+def badge_text(runs: list[dict], stem: str) -> str:
+    """One line for a page: the torch versions the matrix ran it on, and the outcome.
+
+    Examples
+    --------
+    >>> runs = [{"torch": v, "pages": {"plot_a": {"ok": ok}}}
+    ...         for v, ok in [("2.6.0", True), ("2.13.0", True), ("2.15.0", True)]]
+    >>> badge_text(runs, "plot_a")
+    'Verified on torch 2.6.0, 2.13.0 and 2.15.0'
+    >>> runs[1]["pages"]["plot_a"]["ok"] = False
+    >>> badge_text(runs, "plot_a")
+    'Verified on torch 2.6.0 and 2.15.0; failed on 2.13.0'
+    >>> badge_text(runs, "plot_new")
+    'Not yet run by the torch matrix'
+    """
+    ran = [(run["torch"], run["pages"][stem]["ok"]) for run in runs if stem in run["pages"]]
+    if not ran:
+        return "Not yet run by the torch matrix"
+
+    def listed(versions: list[str]) -> str:
+        return (
+            versions[0] if len(versions) == 1 else f"{', '.join(versions[:-1])} and {versions[-1]}"
+        )
+
+    passed = [v for v, ok in ran if ok]
+    failed = [v for v, ok in ran if not ok]
+    text = f"Verified on torch {listed(passed)}" if passed else "Not verified on any torch"
+    return f"{text}; failed on {listed(failed)}" if failed else text
+
+
+def _details(summary: str, body: str) -> list[str]:
+    """A collapsed block with preformatted text (reST has no native one)."""
+    block = (
+        f"<details><summary>{html.escape(summary)}</summary>"
+        f"<pre class='effpt-diff'>{html.escape(body)}</pre></details>"
+    )
+    return ["", ".. raw:: html", "", f"   {block}", ""]
+
+
+def _diff(old: dict, new: dict, stem: str) -> str:
+    before = mask(old["pages"][stem]["output"]).splitlines()
+    after = mask(new["pages"][stem]["output"]).splitlines()
+    lines = difflib.unified_diff(
+        before, after, f"torch {old['torch']}", f"torch {new['torch']}", n=1, lineterm=""
+    )
+    return "\n".join(lines)
+
+
+class CompatibilityDirective(Directive):
+    """The matrix: per version a summary, then per page its outcome, warnings and diffs."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        runs = load_matrix(env.srcdir)
+        for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
+            env.note_dependency(str(path))
+        if not runs:
+            return [nodes.paragraph(text="The torch matrix has not been run for this copy.")]
+        pages = example_pages(env.app)
+        versions = [run["torch"] for run in runs]
+        lines = [
+            ".. list-table:: The matrix runs",
+            "   :header-rows: 1",
+            "",
+            "   * - torch",
+            "     - Run on",
+            "     - Date",
+            "     - Pages that ran",
+            "     - Unit tests",
+        ]
+        for run in runs:
+            ok = sum(page["ok"] for page in run["pages"].values())
+            units = run["unit_tests"]
+            bad = units["failures"] + units["errors"]
+            lines += [
+                f"   * - {run['torch']}",
+                f"     - {run['machine']}, Python {run['python']}",
+                f"     - {run['date']}",
+                f"     - {ok} of {len(run['pages'])}",
+                f"     - {units['tests'] - bad - units['skipped']} passed, {bad} failed"
+                + (f", {units['skipped']} skipped" if units["skipped"] else ""),
+            ]
+        lines += [
+            "",
+            ".. list-table:: Each page on each torch (✓ ran, ✗ failed; warnings raised)",
+            "   :header-rows: 1",
+            "",
+            "   * - Page",
+            *(f"     - {v}" for v in versions),
+        ]
+        for stem, docname in pages.items():
+            lines.append(f"   * - :doc:`/{docname}`")
+            for run in runs:
+                page = run["pages"].get(stem)
+                if page is None:
+                    lines.append("     - not run")
+                    continue
+                mark = "✓" if page["ok"] else "✗"
+                count = len(page["warnings"])
+                lines.append(
+                    f"     - {mark}" + (f" ({count} warning{'s' * (count != 1)})" if count else "")
+                )
+        for stem, docname in pages.items():
+            ran = [run for run in runs if stem in run["pages"]]
+            if not ran:
+                continue
+            lines += ["", f".. rubric:: :doc:`/{docname}`", ""]
+            for run in ran:
+                page = run["pages"][stem]
+                if not page["ok"]:
+                    lines += _details(f"torch {run['torch']}: failed", page["error"] or "")
+                for warning in page["warnings"]:
+                    text = f"{warning['category']}: {warning['message']} ({warning['where']})"
+                    lines += _details(f"torch {run['torch']}: {warning['category']}", text)
+            changes = 0
+            for old, new in itertools.pairwise(ran):
+                diff = _diff(old, new, stem)
+                if diff:
+                    changes += 1
+                    lines += _details(
+                        f"Output changed from torch {old['torch']} to {new['torch']}", diff
+                    )
+            if not changes and len(ran) > 1:
+                lines += [
+                    "",
+                    "The printed output is the same on every version (timings masked).",
+                    "",
+                ]
+        container = nodes.container()
+        nested_parse_with_titles(self.state, StringList(lines, source="compatibility"), container)
+        return container.children
+
+
+def setup(app) -> None:
+    app.add_directive("effpt-compatibility", CompatibilityDirective)
