@@ -167,8 +167,8 @@ if __name__ == "__main__":
 # sphinx_gallery_end_ignore
 
 # %%
-# :func:`effpt.data.seed_worker` does the same for any dataset with an ``rng``
-# attribute, and does nothing outside a worker.
+# :func:`effpt.data.seed_worker` does the same for any dataset whose ``rng`` attribute
+# is a NumPy Generator, and does nothing outside a worker.
 #
 # Fix 2: draw from torch's generator
 # ----------------------------------
@@ -198,7 +198,7 @@ if __name__ == "__main__":
     def code(offsets: torch.Tensor) -> torch.Tensor:  # (n, 2) -> (n,): 9 × top + left
         return 9 * offsets[:, 0] + offsets[:, 1]
 
-    fig, axes = plt.subplots(1, 3, figsize=(9, 3.4), layout="constrained", sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(9, 3.8), layout="constrained", sharey=True)
     for ax, (a, b), title in (
         (axes[0], (first, second), "generator copied\ninto each worker"),
         (axes[1], (fixed_first, fixed_second), "reseeded in\nworker_init_fn"),
@@ -207,7 +207,8 @@ if __name__ == "__main__":
         ax.plot([0, 80], [0, 80], color="0.8", lw=1, zorder=0)  # the same draw
         ax.scatter(code(a), code(b), s=25, color="C0")
         same = same_draws(a, b)
-        ax.set(title=f"{title}: {same} of 32 the same", xlim=(-4, 84), ylim=(-4, 84))
+        ax.set_title(f"{title}\n{same} of 32 the same", fontsize=10)
+        ax.set(xlim=(-4, 84), ylim=(-4, 84))
         ax.set(xlabel="worker 0, k-th draw", xticks=[0, 40, 80], yticks=[0, 40, 80])
     axes[0].set_ylabel("worker 1, k-th draw")
     fig.suptitle("Crop offsets (9 × top + left) drawn for the same index k by two workers")

@@ -4,18 +4,18 @@ The data pages build each technique on the page; these are the hardened versions
 importable by workers started with ``spawn`` or ``forkserver`` (which cannot find a
 class defined in a notebook or a page run without a file), with tests.
 
-* :mod:`effpt.data.images`: :func:`write_image_folder` draws small labelled PNG files,
+* ``effpt.data.images``: :func:`write_image_folder` draws small labelled PNG files,
   one folder per class; :func:`decode_image` and the map-style :class:`ImageFolder`
   read them.
-* :mod:`effpt.data.tars`: :func:`write_tar_shards` packs files into tar shards, never
+* ``effpt.data.tars``: :func:`write_tar_shards` packs files into tar shards, never
   leaving one that passes for complete; :func:`iter_members` reads one front to back
   and knows whether it reached a real end-of-archive marker.
-* :mod:`effpt.data.shards`: :class:`ShardStream` delivers every item of a list of shards
+* ``effpt.data.shards``: :class:`ShardStream` delivers every item of a list of shards
   exactly once per epoch for any number of shards and workers (the rule is
   :func:`shard_plan`), reshuffles per epoch, and reports damage.
-* :mod:`effpt.data.randomness`: :class:`RandomCrops`, :func:`seed_worker` and
+* ``effpt.data.randomness``: :class:`RandomCrops`, :func:`seed_worker` and
   :func:`worker_rng`: where random augmentations and shuffles get their randomness.
-* :mod:`effpt.data.errors`: a file or member that cannot be read raises
+* ``effpt.data.errors``: a file or member that cannot be read raises
   :class:`CorruptItemError` naming it; a failing ``transform`` raises
   :class:`TransformError` naming the item; skips are counted, never silent.
 
@@ -31,21 +31,22 @@ from effpt.data.randomness import RandomCrops, seed_worker, worker_rng
 from effpt.data.shards import ShardStream, SkippedItem, shard_plan
 from effpt.data.tars import iter_members, write_tar_shards
 
-__all__ = [
-    "IMAGE_SUFFIXES",
+# In the order of the API reference: images, tars, shards, randomness, errors.
+__all__ = [  # noqa: RUF022  (reading order, not alphabetical)
     "SHAPES",
-    "CorruptItemError",
+    "IMAGE_SUFFIXES",
+    "write_image_folder",
+    "decode_image",
     "ImageFolder",
-    "RandomCrops",
+    "write_tar_shards",
+    "iter_members",
+    "shard_plan",
     "ShardStream",
     "SkippedItem",
-    "SkippedItemsWarning",
-    "TransformError",
-    "decode_image",
-    "iter_members",
+    "RandomCrops",
     "seed_worker",
-    "shard_plan",
     "worker_rng",
-    "write_image_folder",
-    "write_tar_shards",
+    "CorruptItemError",
+    "TransformError",
+    "SkippedItemsWarning",
 ]

@@ -52,8 +52,8 @@ def write_image_folder(
 ) -> list[Path]:
     """Write ``n_images`` PNG images of random shapes as ``root/<shape>/<index>.png``.
 
-    Each image shows one of :data:`SHAPES` (its label, drawn at random) in a random
-    colour, size and place on a noisy background. Returns the paths in index order.
+    Each image shows one of ``SHAPES`` (circle, cross, square, triangle: its label, drawn
+    at random) in a random colour, size and place on a noisy background. Returns the paths in index order.
 
     Examples
     --------
@@ -83,7 +83,7 @@ def write_image_folder(
 def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
     """Decode image bytes into a ``uint8`` tensor of shape (3, height, width).
 
-    ``where`` names the source in the :class:`~effpt.data.errors.CorruptItemError` raised
+    ``where`` names the source in the :class:`~effpt.data.CorruptItemError` raised
     for bytes that are not an image, for an image over Pillow's decompression-bomb limit
     (``PIL.Image.MAX_IMAGE_PIXELS``), and for an image with more than 8 bits per channel
     (16-bit or float), which 8-bit RGB would clip; and in the warnings Pillow raises
@@ -122,11 +122,11 @@ class ImageFolder(Dataset):
 
     Items are ``(image, label)``: a ``uint8`` tensor (3, height, width) and the index
     of its folder in ``classes`` (the folder names, sorted). Files count as images by
-    their ending (:data:`IMAGE_SUFFIXES`); folders do not, whatever their name.
+    their ending (``IMAGE_SUFFIXES``: png, jpg, jpeg, bmp, gif, webp); folders do not, whatever their name.
     ``transform``, if given, maps the image tensor; it must be importable too (a
     module-level function). A file that is not an image raises
-    :class:`~effpt.data.errors.CorruptItemError`, an exception from ``transform`` a
-    :class:`~effpt.data.errors.TransformError`; both name the file.
+    :class:`~effpt.data.CorruptItemError`, an exception from ``transform`` a
+    :class:`~effpt.data.TransformError`; both name the file.
 
     Examples
     --------

@@ -3,10 +3,10 @@
 :class:`ShardStream` is the hardened version of the ``IterableDataset`` that the page
 "Stream tar shards so that every item arrives exactly once" builds. On top of the split
 by :func:`torch.utils.data.get_worker_info` it adds an end-of-archive check
-(:func:`~effpt.data.tars.iter_members`), errors that name the shard and member, skipped
+(:func:`~effpt.data.iter_members`), errors that name the shard and member, skipped
 items counted where the loop that consumes the loader can read them
 (:meth:`ShardStream.skipped`), and a per-epoch shuffle (:meth:`ShardStream.set_epoch`)
-from seeds that cannot collide (:func:`~effpt.data.randomness.worker_rng`).
+from seeds that cannot collide (:func:`~effpt.data.worker_rng`).
 """
 
 from __future__ import annotations
@@ -90,13 +90,13 @@ class ShardStream(IterableDataset):
 
     **Damage.** A member that is not an image (or in no class folder, or over Pillow's
     size limit) and a shard that is cut short or damaged raise
-    :class:`~effpt.data.errors.CorruptItemError` naming the shard and member. With
+    :class:`~effpt.data.CorruptItemError` naming the shard and member. With
     ``skip_bad=True`` they are skipped instead (a damaged shard loses the rest of it) and
     recorded: :meth:`skipped` lists them in the main process, whichever worker skipped
     them, and each worker that skipped something ends its part of the epoch with a
-    :class:`~effpt.data.errors.SkippedItemsWarning` (shown in the worker's output). An
+    :class:`~effpt.data.SkippedItemsWarning` (shown in the worker's output). An
     exception from ``transform`` is raised as a
-    :class:`~effpt.data.errors.TransformError` and never skipped.
+    :class:`~effpt.data.TransformError` and never skipped.
 
     Examples
     --------

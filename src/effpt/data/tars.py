@@ -132,7 +132,7 @@ def iter_members(
     every member that is not a directory; ``data`` is None for a member that is not a
     regular file (a link, a device), which the caller reports. A shard that is damaged,
     cut short, or does not end with an end-of-archive marker raises
-    :class:`~effpt.data.errors.CorruptItemError` naming the shard and the last member
+    :class:`~effpt.data.CorruptItemError` naming the shard and the last member
     read intact, after the members before the damage have been yielded.
 
     Examples
