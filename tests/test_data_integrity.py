@@ -412,3 +412,7 @@ def test_edges_of_folder_stream_and_member_arguments(shard):
         list(data.iter_members(shard, 2, 2))
     with pytest.raises(ValueError, match="buffer_size must be >= 1, got 0"):
         data.ShardStream([shard], buffer_size=0)
+    with pytest.raises(TypeError, match="shards must be an int or a list of ints, got bool"):
+        data.write_tar_shards([shard], shard.parent / "out", True)
+    with pytest.raises(TypeError, match=r"data must be bytes, got str \(for a\.png\)"):
+        data.decode_image("not bytes", where="a.png")

@@ -98,6 +98,9 @@ def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
     """
     from PIL import Image  # noqa: PLC0415  (Pillow is optional for `import effpt`)
 
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        msg = f"data must be bytes, got {type(data).__name__} (for {where})"
+        raise TypeError(msg)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

@@ -57,7 +57,10 @@ def write_tar_shards(
     if not paths:
         msg = "paths must list at least one file, got an empty list"
         raise ValueError(msg)
-    if isinstance(shards, int) and not isinstance(shards, bool):
+    if isinstance(shards, bool) or not isinstance(shards, (int, Sequence)):
+        msg = f"shards must be an int or a list of ints, got {type(shards).__name__}"
+        raise TypeError(msg)
+    if isinstance(shards, int):
         check_int("shards", shards, 1)
         if shards > len(paths):
             msg = f"shards={shards} but only {len(paths)} paths: every shard needs a file"
