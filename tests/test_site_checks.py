@@ -18,6 +18,8 @@ GOOD = {
     "variant": "v",
     "median_s": 0.001,
     "iqr_s": 0.0001,
+    "q1_s": 0.00095,
+    "q3_s": 0.00105,
     "repeats": 3,
     "number": 10,
     "baseline": "v",

@@ -34,6 +34,8 @@ RECORD_FIELDS = {
     "variant": str,
     "median_s": (int, float),
     "iqr_s": (int, float),
+    "q1_s": (int, float),
+    "q3_s": (int, float),
     "repeats": int,
     "number": int,
     "baseline": str,
