@@ -322,3 +322,18 @@ def test_uniformity_shift_invariant_in_float64():
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(64, 5, generator=gen, dtype=torch.float64)
     torch.testing.assert_close(uniformity_loss(x + 1e6), uniformity_loss(x), rtol=0, atol=1e-6)
+
+
+def test_batch_gather_uint64_beyond_int64_is_out_of_range():
+    # 2**64 - 1 wraps to -1 when converted to int64; as an unsigned index it is far out
+    # of range and must raise, not read the last row.
+    x = torch.arange(6.0).reshape(2, 3)
+    index = torch.tensor([[2**64 - 1], [0]], dtype=torch.uint64)
+    with pytest.raises(IndexError):
+        batch_gather(x, index)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_batch_gather_wide_unsigned_index_dtypes(dtype):
+    x = torch.arange(6.0).reshape(2, 3)
+    assert batch_gather(x, torch.tensor([[1], [2]], dtype=dtype)).flatten().tolist() == [1.0, 5.0]

@@ -39,7 +39,7 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     input : torch.Tensor
         Shape ``(batch, n, *rest)``.
     index : torch.Tensor
-        Integer tensor of any integer dtype (int8 to int64, uint8), shape
+        Integer tensor of any integer dtype (signed or unsigned, 8 to 64 bits), shape
         ``(batch, *k)``, with values in ``[-n, n)``; negative values count from the
         end of their own row, as in Python.
 
@@ -101,14 +101,15 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         raise IndexError(msg)
     # The bounds and the negative-index arithmetic run in int64: in the index's own
     # dtype (int8, int16, uint8, int32) ``n``, ``-n`` or ``index + n`` can overflow.
-    index = index.long()
+    unsigned = not index.dtype.is_signed
+    index = index.long()  # uint64 values of 2**63 or more turn negative here
     flat = input.reshape(batch * n, *input.shape[2:])  # (batch * n, *rest)
     offset = torch.arange(batch, device=input.device) * n  # (batch,)
     offset = offset.reshape(batch, *(1,) * (index.dim() - 1))  # (batch, 1, ..., 1)
     # Negative indices count from the end of their own row. An index outside [-n, n)
     # is sent past the end of ``flat``, so that index_select raises instead of quietly
     # reading a neighbouring row.
-    in_range = (index >= -n) & (index < n)
+    in_range = (index >= (0 if unsigned else -n)) & (index < n)
     flat_index = torch.where(in_range, index.remainder(max(n, 1)) + offset, batch * n)
     picked = flat.index_select(0, flat_index.flatten())  # (batch * k..., *rest)
     return picked.reshape(*index.shape, *input.shape[2:])  # (batch, *k, *rest)
