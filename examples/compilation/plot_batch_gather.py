@@ -185,9 +185,10 @@ if device.type == "cpu":
 # sphinx_gallery_end_ignore
 
 # %%
-# On this machine's output above, a row of one number gives both the same work to
-# do, and the advantage of index_select appears as rows widen, until copying the rows
-# themselves dominates both. The rows on this page are 8 numbers wide.
+# With rows of one number both do the same work, one index per number copied. The
+# advantage of index_select appears as the rows widen; where it shrinks again, as
+# copying the rows themselves takes over, depends on the device. The rows in the rest
+# of this page are 8 numbers wide.
 #
 # The hardened version, and the trap it avoids
 # --------------------------------------------

@@ -237,7 +237,7 @@ for name, row in bandwidth.items():
 # the data has outgrown a cache; a fused kernel bound by memory falls with it, so a
 # fall in both is the memory's doing, not the kernel's. The copy is a yardstick, not
 # a ceiling: it writes as many bytes as it reads, while the IoU writes one byte for
-# every eight it reads, and writing costs memory more than reading does.
+# every eight it reads, and on most CPUs a write first reads the memory it replaces.
 import matplotlib.pyplot as plt
 
 fig, (ax_time, ax_bw) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
