@@ -7,6 +7,8 @@ must take effect in every one of them, and in every thread that runs a forward p
 This page starts two real processes on this machine, trains a model whose ``forward``
 enters :func:`torch.autocast` itself, and checks that
 :class:`torch.nn.parallel.DistributedDataParallel` averaged the gradients across them.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autocast_ddp.py``.
 """
 
 # %%

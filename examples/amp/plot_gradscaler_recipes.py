@@ -7,6 +7,8 @@ gradients, accumulate them over several batches, differentiate twice, step sever
 optimizers or call hand-written autograd functions, and each of these meets the scaled
 gradients in its own way. This page runs every such pattern on a small model with
 :class:`torch.amp.GradScaler`, each followed by a check that it did what it should.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_gradscaler_recipes.py``.
 """
 
 # %%

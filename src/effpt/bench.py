@@ -37,6 +37,8 @@ from effpt.records import (
 )
 
 __all__ = [
+    "MAX_REPEATS",
+    "MIN_REPEATS",
     "RECORDS_ENV",
     "Ratio",
     "Record",
@@ -120,7 +122,7 @@ class Timing:
 
     @property
     def spread(self) -> float:
-        """The IQR relative to the median: 0.05 means the middle half lies within 5 %."""
+        """IQR divided by the median (0.05 means the middle half spans 5 % of the median)."""
         return self.iqr / self.median if self.median > 0 else math.inf
 
 

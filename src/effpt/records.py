@@ -68,8 +68,8 @@ class Ratio:
     'inconclusive'
     >>> str(Ratio(415.2, 401.0, 433.9)), str(Ratio(1.2712, 1.2698, 1.2741))
     ('415× (401–434)', '1.27× (1.27–1.27)')
-    >>> str(Ratio(0.52, 0.2, 1.1))
-    '0.5× (0.2–1.1)'
+    >>> str(Ratio(0.52, 0.2, 1.1)), str(Ratio(1.57, 1.23, 2.41))
+    ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
     """
 
     value: float
@@ -89,14 +89,16 @@ class Ratio:
         """Decimals the interval supports: three significant digits only when it is tight.
 
         Two significant digits when the interval is narrower than half the value, one
-        when it is wider: a ratio is never printed more precisely than it is known.
+        when it is wider (but always one decimal below 10×, so that a bound of 1.3 is
+        not shown as 1): a ratio is never printed more precisely than it is known.
         """
         finite = all(math.isfinite(v) and v > 0 for v in (self.value, self.low, self.high))
         if not finite:
             return 0
         width = self.high - self.low
         digits = 3 if width < 0.02 * self.value else 2 if width < 0.5 * self.value else 1
-        return max(0, digits - 1 - math.floor(math.log10(self.value)))
+        decimals = digits - 1 - math.floor(math.log10(self.value))
+        return max(decimals, 1 if self.value < 10 else 0, 0)
 
     def __str__(self) -> str:
         if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
