@@ -139,15 +139,15 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 
 
 compiled_gelu = torch.compile(gelu_tanh)
-x = torch.randn(100_000, device=device)
-calls = measure(lambda: compiled_gelu(x), device, warmup=0, repeats=30)
+signal = torch.randn(100_000, device=device)
+calls = measure(lambda: compiled_gelu(signal), device, warmup=0, repeats=30)
 first_call, later_calls = calls[0], statistics.median(calls[1:])
 print(f"first call (compiles): {format_seconds(first_call)}")
 print(f"each later call:       {format_seconds(later_calls)} (median of the next 29)")
 print(f"the first call cost as much as {first_call / later_calls:,.0f} later ones")
 
 # sphinx_gallery_start_ignore
-torch.testing.assert_close(compiled_gelu(x), gelu_tanh(x))
+torch.testing.assert_close(compiled_gelu(signal), gelu_tanh(signal))
 assert first_call > 20 * later_calls, (first_call, later_calls)
 # sphinx_gallery_end_ignore
 
@@ -220,9 +220,9 @@ assert abs(read_every_step() - read_once()) < 1e-3 * abs(read_once())
 # is given ``num_threads`` (its documentation explains the default: single-threaded
 # speed is a good indicator of an algorithm's intrinsic efficiency), while everything
 # else on this page runs on all of PyTorch's threads. On a CPU, where threads share
-# the work, that alone makes its figure differ. Compared like for like, with the same
-# number of threads, the two timers should agree within the noise; the last line says
-# whether they do here.
+# the work, that alone can change its figure. Compared like for like, with the same
+# number of threads, the two timers should agree within the noise; the last two lines
+# say what this run shows.
 from torch.utils import benchmark
 
 from effpt.bench import Timing, speedup, time_callable
@@ -336,8 +336,8 @@ print(f"matmul form vs pdist: {ratio} here ({ratio.verdict}); 8.6× in the noteb
 
 # %%
 # The medians and IQRs summarise repeats like the ones plotted below, taken with
-# ``measure`` from the top of the page: each dot is one repeat, the black tick its
-# median and the whiskers its middle half (the IQR). Where two IQRs overlap, the
+# ``measure`` from the top of the page: each dot is one repeat, the diamond their
+# median and the bar their middle half (the IQR). Where two bars overlap, the
 # difference between the medians is not established by this run.
 repeats = {
     name: measure(forward_backward(fn), device, repeats=15) for name, fn in candidates.items()
@@ -345,15 +345,15 @@ repeats = {
 
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
 for row, times in enumerate(repeats.values()):
-    q1, med, q3 = statistics.quantiles(times, n=4, method="inclusive")
-    ax.plot(times, [row] * len(times), "o", alpha=0.4, color="tab:blue")
-    ax.errorbar(med, row, xerr=[[med - q1], [q3 - med]], fmt="|", color="black", capsize=6)
+    q1, med, q3 = (1e3 * q for q in statistics.quantiles(times, n=4, method="inclusive"))
+    ax.plot([1e3 * t for t in times], [row] * len(times), "o", alpha=0.4, color="tab:blue")
+    ax.plot([q1, q3], [row, row], color="black", linewidth=3)  # the IQR
+    ax.plot(med, row, "D", color="black", markersize=8)  # the median
 ax.set_yticks(range(len(repeats)), list(repeats))
 ax.set_ylim(-0.5, len(repeats) - 0.5)
-ax.set_xscale("log")
-ax.set(
-    xlabel="seconds per forward + backward", title="Uniformity loss: every repeat, median and IQR"
-)
+ax.set_xlim(left=0)
+ax.set(xlabel="milliseconds per forward + backward")
+ax.set_title("Uniformity loss: every repeat (dots), median (diamond), IQR (bar)")
 plt.show()
 
 # %%
@@ -389,7 +389,7 @@ assert "aten::mm" in top_ops["matmul"][:6], top_ops["matmul"][:6]
 # sphinx_gallery_end_ignore
 
 # %%
-# Most of the ``pdist`` form's time goes to ``aten::_pdist_backward``, the gradient of
+# Much of the ``pdist`` form's time goes to ``aten::_pdist_backward``, the gradient of
 # the specialised operator. The matrix-product form spreads its time over ``aten::mm``
 # and elementwise work on the ``n × n`` matrix, twice as many entries as there are
 # pairs. On the notebook's GPU, where a matrix product is the cheapest work there is,

@@ -146,8 +146,8 @@ fig, ax = plt.subplots(figsize=(7, 2.8), layout="constrained")
 names = list(parts)
 lower = [parts[k].median - parts[k].q1 for k in names]
 upper = [parts[k].q3 - parts[k].median for k in names]
-ax.barh(names, [parts[k].median for k in names], xerr=[lower, upper], color="tab:gray")
-ax.set(xscale="log", xlabel="time per call (s)", title="One-element operations")
+ax.errorbar([parts[k].median for k in names], names, xerr=[lower, upper], fmt="o", capsize=4)
+ax.set(xscale="log", xlabel="time per call (s)", title="One-element operations: median and IQR")
 ax.invert_yaxis()
 plt.show()
 

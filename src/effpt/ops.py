@@ -238,7 +238,11 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
     # most of float32's digits. Far from the origin, subtracting the centre is exact.
     x = x - x.mean(dim=0).detach()  # (n, features)
     sq_norms = x.pow(2).sum(dim=1)  # (n,)
-    sq_dist = sq_norms[:, None] + sq_norms[None, :] - 2 * (x @ x.T)  # (n, n)
-    pairs = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(diagonal=1)  # i < j
-    logits = (-t * sq_dist.clamp(min=0)).masked_fill(~pairs, -math.inf)
-    return torch.logsumexp(logits.flatten(), dim=0) - math.log(n * (n - 1) / 2)
+    # |x_i|² + |x_j|² - 2 <x_i, x_j> in one fused matrix product; rounding can leave
+    # tiny negative distances, hence the clamp.
+    sq_dist = torch.addmm(sq_norms[:, None] + sq_norms[None, :], x, x.T, alpha=-2)  # (n, n)
+    logits = sq_dist.clamp(min=0).mul(-t)
+    # Every pair appears twice off the diagonal (i, j and j, i) and never on it:
+    # log sum_{i != j} = log 2 + log sum_{i < j}, and there are n (n - 1) ordered pairs.
+    logits = logits.fill_diagonal_(-math.inf)
+    return torch.logsumexp(logits.flatten(), dim=0) - math.log(n * (n - 1))
