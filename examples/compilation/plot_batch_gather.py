@@ -227,8 +227,9 @@ assert torch.equal(batch_gather(tiny, last_but_first), gather_loop(tiny, last_bu
 # :func:`torch.take_along_dim` (like :func:`torch.gather`, which needs its index
 # expanded by hand) picks along one dimension with an index that broadcasts over the
 # others; here the index gets a trailing axis of size 1 so that it covers every
-# feature. Since it picks within each element's own rows, a negative index counts
-# from the end of those rows, as in the loop.
+# feature. How it treats a negative index has changed between releases: older ones
+# raise an error, newer ones count from the end of each element's own rows, as the
+# loop does. The second line shows what this one does on the CPU.
 
 
 def gather_take_along(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -236,10 +237,14 @@ def gather_take_along(data: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
 
 
 print("same as the loop:", torch.equal(gather_take_along(data, index), gather_loop(data, index)))
+try:  # on the CPU: on a GPU a rejected index is a device-side assertion, fatal to the process
+    picked = gather_take_along(tiny.cpu(), last_but_first.cpu()).flatten().tolist()
+    print("with the negative indices above:", picked)
+except RuntimeError as error:
+    print("with the negative indices above:", error)
 
 # sphinx_gallery_start_ignore
 assert torch.equal(gather_take_along(data, index), gather_loop(data, index))
-assert torch.equal(gather_take_along(tiny, last_but_first), gather_loop(tiny, last_but_first))
 assert torch.equal(batch_gather(data, index), gather_loop(data, index))
 # sphinx_gallery_end_ignore
 
