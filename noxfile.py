@@ -167,17 +167,23 @@ def reader(session: nox.Session) -> None:
 
 @nox.session
 def docs(session: nox.Session) -> None:
-    """Build the HTML site into docs/_build/html, executing every example.
+    """Build the site in English and Chinese, executing every example once.
+
+    The English site lands in docs/_build/html, the Chinese one in docs/_build/html/zh_CN,
+    built from the same executed pages (sphinx-gallery finds every example current and
+    runs nothing again) and the catalogues in docs/locale/zh_CN.
 
     Options after ``--``:
 
     * ``--no-exec``: build without running examples (for prose edits);
     * ``--example NAME``: execute only the examples whose file name contains NAME,
       e.g. ``nox -s docs -- --example fitting_a_curve``;
+    * ``--english-only``: skip the Chinese build;
     * anything else is passed to ``sphinx-build``.
 
     Warnings are errors (``-W --keep-going -n``), so a broken reference fails the build,
-    and so does any example that raises.
+    and so does any example that raises, and a Chinese edition below its coverage
+    threshold.
     """
     install(session, "docs", "assets")
     args = list(session.posargs)
@@ -190,22 +196,58 @@ def docs(session: nox.Session) -> None:
         name = args[i + 1]
         del args[i : i + 2]
         extra += ["-D", f"sphinx_gallery_conf.filename_pattern=/plot_.*{name}"]
+    english_only = "--english-only" in args
+    if english_only:
+        args.remove("--english-only")
+    sphinx = ["sphinx-build", "-b", "html", "-W", "--keep-going", "-n", "-j", "1"]
+    session.run(*sphinx, *extra, *args, str(DOCS), str(BUILD / "html"), env=RUN_ENV)
+    session.log(f"Open {BUILD / 'html' / 'index.html'} in a browser.")
+    if english_only:
+        return
+    if not (DOCS / "locale" / "zh_CN").is_dir():
+        session.warn("docs/locale/zh_CN does not exist: the Chinese edition is NOT built")
+        return
+    began = time.monotonic()
     session.run(
-        "sphinx-build",
-        "-b",
-        "html",
-        "-W",
-        "--keep-going",
-        "-n",
-        "-j",
-        "1",
+        *sphinx,
+        "-D",
+        "language=zh_CN",
         *extra,
         *args,
         str(DOCS),
-        str(BUILD / "html"),
+        str(BUILD / "html" / "zh_CN"),
         env=RUN_ENV,
     )
-    session.log(f"Open {BUILD / 'html' / 'index.html'} in a browser.")
+    session.log(f"The Chinese edition took {time.monotonic() - began:.0f} s more.")
+
+
+@nox.session(default=False)
+def translations(session: nox.Session) -> None:
+    """Refresh the Chinese catalogues from the English pages, for translators.
+
+    Runs Sphinx's gettext builder (examples already executed by ``nox -s docs`` are not
+    run again), then ``sphinx-intl update``, which adds new messages and marks changed
+    ones fuzzy in docs/locale/zh_CN/LC_MESSAGES. Prints each catalogue's counts.
+    """
+    install(session, "translations")
+    pot = BUILD / "gettext"
+    session.run("sphinx-build", "-b", "gettext", "-q", str(DOCS), str(pot), env=RUN_ENV)
+    session.run(
+        "sphinx-intl",
+        "update",
+        "-p",
+        str(pot),
+        "-d",
+        str(DOCS / "locale"),
+        "-l",
+        "zh_CN",
+        "-w",
+        "0",
+    )
+    # sphinx-intl stat exits with 1 while anything is untranslated: that is its report.
+    session.run(
+        "sphinx-intl", "stat", "-d", str(DOCS / "locale"), "-l", "zh_CN", success_codes=[0, 1]
+    )
 
 
 @nox.session(default=False)

@@ -73,12 +73,14 @@ myst_substitutions = {
 html_theme = "pydata_sphinx_theme"
 html_title = "Effective PyTorch"
 html_static_path = ["_static"]
-# The site's own versions of theme templates (asset loading, the search button's name).
+# The site's own templates: asset loading, the search button's name, the language switch.
 templates_path = ["_templates"]
 # The hosted site: every page's canonical link and the sitemap's addresses.
 html_baseurl = "https://effpt.github.io/effpt/"
 REPOSITORY = "https://github.com/effpt/effpt"
 html_theme_options = {
+    # The same page in the other language, beside the theme's own switches.
+    "navbar_end": ["language-switch", "theme-switcher", "navbar-icon-links"],
     "navigation_with_keys": False,
     "github_url": REPOSITORY,
     "show_toc_level": 2,
@@ -187,3 +189,13 @@ linkcheck_retries = 1
 linkcheck_workers = 8
 
 effpt_memory_measured = memory_is_measured()
+
+# -- the Chinese edition ---------------------------------------------------------------
+# `nox -s docs` builds English, then Chinese (-D language=zh_CN) from the same executed
+# pages; `nox -s translations` refreshes the catalogues translators edit.
+locale_dirs = ["locale/"]
+gettext_compact = False  # one catalogue per page, so a page's coverage is its own
+gettext_uuid = False
+gettext_location = False  # no source line numbers: they would churn every catalogue
+#: CI fails when less of the Chinese edition than this is translated (see effpt_site.i18n).
+effpt_translation_threshold = 0.95

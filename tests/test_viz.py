@@ -37,8 +37,47 @@ def test_sum_of_product_has_known_nodes_and_edges():
         (by_name["AddBackward0"], by_name["c"]),
         (by_name["b"], by_name["c"]),
     }
-    assert graph.root == by_name["c"] == id(c.grad_fn)
+    assert graph.root == by_name["c"]
     assert graph.node(graph.root).op == "MulBackward0"
+
+
+def test_names_land_on_their_own_nodes():
+    # Before torch 2.15 the Python object of a backward node lives only while something
+    # refers to it, so ``id(t.grad_fn)`` taken and dropped for one tensor can be reused by
+    # the next tensor's node: names keyed that way collide or land on the wrong node.
+    (x,) = leaves(1)
+    names, y = {}, x
+    for i in range(8):
+        y = y * 2 if i % 2 else y + 1
+        names[f"y{i}"] = y
+    graph = viz.backward_graph(y, names=names)
+    inputs = {dst: src for src, dst in graph.edges}
+    key, walked = graph.root, []
+    while graph.node(key).kind == "op":  # from the output back to the leaf
+        walked.append((graph.node(key).name, graph.node(key).op))
+        key = inputs[key]
+    expected = [(f"y{i}", "MulBackward0" if i % 2 else "AddBackward0") for i in range(8)]
+    assert walked == expected[::-1]
+
+
+def test_the_same_tensor_gives_the_same_graph():
+    a, b = leaves()
+    s = a + 1
+    c = s * b
+    names = {"a": a, "b": b, "s": s, "c": c}
+    first = viz.backward_graph(c, names=names)
+    del_and_rebuild = [viz.backward_graph(c, names=names) for _ in range(3)]
+    assert all(graph == first for graph in del_and_rebuild)
+    assert {n.name for n in first.nodes} == {"a", "b", "s", "c"}
+
+
+def test_two_names_for_one_node_are_both_shown():
+    (a,) = leaves(1, shape=(4,))
+    low, high = (a * 2).chunk(2)  # two outputs of one SplitBackward0 node
+    graph = viz.backward_graph(low + high, names={"low": low, "high": high})
+    assert {n.op: n.name for n in graph.nodes if n.kind == "op"}.get("SplitBackward0") == (
+        "low, high"
+    )
 
 
 def test_detach_removes_the_branch_behind_it():

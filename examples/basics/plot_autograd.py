@@ -4,9 +4,10 @@ Compute gradients with autograd, and know where it bites
 
 Autograd records the operations on tensors that require gradients and replays them
 backwards to get derivatives. Most of the time it just works; the rest of the time a
-leaf goes missing, an in-place write breaks the backward pass, or a gradient is
-silently accumulated. This page shows the machinery, draws the graphs it records, and
-walks through each of those traps with its error message and its fix.
+leaf goes missing, a gradient is silently accumulated, or a graph outlives its use. This
+page shows the machinery, draws the graphs it records, and walks through each of those
+traps with its message and its fix. In-place writes, the other classic trap, have a page
+of their own, the next one.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autograd.py``.
 """
@@ -102,15 +103,15 @@ assert a.is_leaf and not c.is_leaf and type(c.grad_fn).__name__ == "MulBackward0
 # ``torch.randn(5, requires_grad=True).to(device)`` creates a leaf on the CPU and then
 # *copies* it: the name now points at the copy, which is not a leaf, and its ``.grad``
 # stays ``None`` (PyTorch warns when you read it). On a CPU-only machine ``.to("cpu")``
-# has nothing to do and returns the leaf itself, so the line below prints ``True`` when
-# this page runs on a CPU and ``False`` on a GPU. A dtype change copies everywhere, so it shows the trap on any
-# machine.
+# has nothing to do and returns the leaf itself, so the first line below prints ``True``
+# when this page runs on a CPU and ``False`` on a GPU. A dtype change copies everywhere,
+# so a leaf made in float64 and converted to float32 shows the trap on any machine.
 import warnings
 
 moved = torch.randn(5, requires_grad=True).to(device)
 print(f"randn(5, requires_grad=True).to({device.type!r}) is a leaf: {moved.is_leaf}")
 
-lost = torch.randn(5, requires_grad=True).to(device, torch.float64)
+lost = torch.randn(5, dtype=torch.float64, requires_grad=True).to(device, torch.float32)
 (lost * 2).sum().backward()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -126,8 +127,9 @@ del lost  # sphinx-gallery reads ``lost.grad`` again when it scans names; spare 
 
 # %%
 # The fix is to create the tensor where and as it will be used, so that the leaf is
-# the tensor you hold. (``.to(...).requires_grad_()`` also works, but allocates twice.)
-kept = torch.randn(5, device=device, dtype=torch.float64, requires_grad=True)
+# the tensor you hold. (``.to(...).requires_grad_()`` also works, but allocates twice
+# whenever ``.to`` copies.)
+kept = torch.randn(5, device=device, requires_grad=True)
 (kept * 2).sum().backward()
 print("kept.is_leaf:", kept.is_leaf, "| kept.grad:", kept.grad)
 
@@ -138,24 +140,27 @@ assert kept.is_leaf and torch.equal(kept.grad, torch.full_like(kept, 2.0))
 # %%
 # Drawing the graph
 # -----------------
-# :func:`effpt.viz.autograd_graph` draws what autograd recorded: leaves in blue, backward
-# functions in grey, the output's in green. ``detach()`` returns a tensor that shares the
-# data but not the history, so everything behind it disappears from the graph. With the
-# lost leaf, ``a`` names a ``ToCopyBackward0`` node and the real leaf has no name at all.
+# Every computed tensor's ``grad_fn`` lists the nodes it came from in ``next_functions``;
+# following them from the output reaches every leaf. :func:`effpt.viz.autograd_graph`, a
+# plotting helper of this site, walks them and draws what it finds with matplotlib:
+# leaves in blue, backward functions in grey, the output's in green. ``detach()`` returns
+# a tensor that shares the data but not the history, so everything behind it disappears
+# from the graph. With the lost leaf, ``a`` names a ``ToCopyBackward0`` node and the
+# real leaf has no name at all.
 from effpt.viz import autograd_graph
 
-lost_a = torch.randn(5, requires_grad=True).to(device, torch.float64)
-b64 = torch.randn(5, device=device, dtype=torch.float64, requires_grad=True)
+print("c.grad_fn.next_functions:", c.grad_fn.next_functions)
+lost_a = torch.randn(5, dtype=torch.float64, requires_grad=True).to(device, torch.float32)
 fig, axes = plt.subplots(1, 3, figsize=(10, 3.6), layout="constrained")
 autograd_graph(c, names={"a": a, "b": b}, ax=axes[0], title="c = (a + 1) * b")
 autograd_graph(
     (a + 1).detach() * b, names={"a": a, "b": b}, ax=axes[1], title="c = (a + 1).detach() * b"
 )
 autograd_graph(
-    (lost_a + 1) * b64,
-    names={"a": lost_a, "b": b64},
+    (lost_a + 1) * b,
+    names={"a": lost_a, "b": b},
     ax=axes[2],
-    title="a = randn(5, requires_grad=True).to(...)",
+    title="a = randn(5, float64, requires_grad=True)\n.to(device, float32)",
 )
 plt.show()
 
@@ -167,71 +172,6 @@ print("gradient for a:", grad_a, "| for b equals a + 1:", torch.equal(grad_b, (a
 
 # sphinx_gallery_start_ignore
 assert grad_a is None and torch.equal(grad_b, (a + 1).detach())
-# sphinx_gallery_end_ignore
-
-# %%
-# In-place operations and the version counter
-# -------------------------------------------
-# Every tensor counts the in-place writes made to it. Adding 1 to ``b1`` in place is fine
-# when nothing saved ``b1`` for the backward pass: ``b2 = b1 + 1`` needs no inputs to
-# differentiate, and the gradient is all ones.
-a = torch.randn(5, device=device, requires_grad=True)
-b1 = a + 1
-b2 = b1 + 1
-b1 += 1
-(grad,) = torch.autograd.grad(b2.sum(), a)
-print("gradient:", grad, "| b1's version:", b1._version)
-
-# sphinx_gallery_start_ignore
-assert torch.equal(grad, torch.ones_like(a)) and b1._version == 1
-# sphinx_gallery_end_ignore
-
-# %%
-# ``b2 = b1 ** 2`` does save ``b1``: its derivative is ``2·b1``. After the in-place write,
-# the saved ``b1`` is at version 1 where version 0 was recorded, and backward refuses to
-# compute a wrong gradient.
-b1 = a + 1
-b2 = b1**2
-b1 += 1
-try:
-    torch.autograd.grad(b2.sum(), a)
-except RuntimeError as err:
-    version_error = str(err)
-print("RuntimeError:", version_error.split(" Hint:", maxsplit=1)[0])
-
-# sphinx_gallery_start_ignore
-assert "modified by an inplace operation" in version_error
-# sphinx_gallery_end_ignore
-
-# %%
-# The message names the tensor, not the line that needed it. Under
-# :func:`torch.autograd.detect_anomaly` (slow: for debugging only) autograd records where
-# each operation was created, and the failing backward warns with that place. Here is
-# the warning's first line and the frames from this script, without the rest of the stack.
-import contextlib
-
-
-def failing_backward():
-    a = torch.randn(5, device=device, requires_grad=True)
-    b1 = a + 1
-    b2 = b1**2
-    b1 += 1
-    torch.autograd.grad(b2.sum(), a)
-
-
-this_file = failing_backward.__code__.co_filename
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    with torch.autograd.detect_anomaly(), contextlib.suppress(RuntimeError):
-        failing_backward()
-report = next(str(w.message) for w in caught if "Error detected" in str(w.message))
-lines = report.splitlines()
-frames = [i for i, line in enumerate(lines) if line.strip().startswith("File ")]
-excerpt = [lines[0]] + [text for i in frames if this_file in lines[i] for text in lines[i : i + 2]]
-print("\n".join(excerpt))
-
-# sphinx_gallery_start_ignore
-assert "PowBackward0" in lines[0] and any("failing_backward" in line for line in excerpt)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -254,6 +194,44 @@ print(
 
 # sphinx_gallery_start_ignore
 assert not doubled.requires_grad and corner.requires_grad
+# sphinx_gallery_end_ignore
+
+# %%
+# When ``no_grad`` is the wrong tool
+# ----------------------------------
+# ``no_grad`` belongs where nobody wants gradients: evaluating a model written for
+# training, or updating weights by hand. Three places it gets used by mistake:
+#
+# - It does not put a model in evaluation mode: dropout keeps dropping (two calls below
+#   differ) until :meth:`~torch.nn.Module.eval` switches it off.
+# - For inference only, :class:`torch.inference_mode` also skips autograd's bookkeeping
+#   (version counters, view tracking), but its tensors can never join a graph later: the
+#   error below. Keep ``no_grad`` where results may feed a computation that needs gradients.
+# - To stop the gradient through one value while the rest still needs its graph, use
+#   ``detach()`` on that value, as above; a ``no_grad`` block around the computation
+#   records nothing at all. Thomas Viehmann's "Introduction to PyTorch" notebook (ACDL
+#   2020) puts it bluntly: needing ``no_grad`` anywhere else hints that you are doing it
+#   wrong.
+model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.Dropout(p=0.5)).to(device)
+inputs = torch.ones(1, 16, device=device)
+with torch.no_grad():
+    same_in_train_mode = torch.equal(model(inputs), model(inputs))
+    model.eval()
+    same_in_eval_mode = torch.equal(model(inputs), model(inputs))
+print("no_grad, two calls equal:", same_in_train_mode, "| after eval():", same_in_eval_mode)
+
+with torch.inference_mode():
+    features = model(inputs)
+head = torch.nn.Linear(16, 1).to(device)
+try:
+    head(features).sum().backward()
+except RuntimeError as err:
+    inference_error = str(err)
+print("RuntimeError:", inference_error.split(". ", maxsplit=1)[0])
+
+# sphinx_gallery_start_ignore
+assert not same_in_train_mode and same_in_eval_mode
+assert "Inference tensors cannot be saved for backward" in inference_error
 # sphinx_gallery_end_ignore
 
 # %%
@@ -300,13 +278,69 @@ assert w.grad.tolist() == [36.0, 72.0]
 # sphinx_gallery_end_ignore
 
 # %%
+# Don't call ``backward(create_graph=True)``
+# ------------------------------------------
+# ``create_graph=True`` keeps the graph of the backward pass alive: that is the point for
+# higher derivatives, and memory spent for nothing otherwise. With ``backward()`` it also
+# leaks: the gradient stored in ``w.grad`` has a graph that leads back to ``w``, and ``w``
+# holds ``w.grad``, a reference cycle through autograd's C++ objects that Python's garbage
+# collector cannot see. PyTorch warns; below, ``w`` survives ``del`` and ``gc.collect()``
+# (a weak reference to a tag on it tells), unless its ``.grad`` is cleared first.
+# ``torch.autograd.grad`` returns the gradient instead of storing it, and makes no cycle.
+# Thomas Viehmann's advice: use ``backward()`` only to feed an optimizer, and never with
+# ``create_graph``.
+import gc
+import weakref
+
+
+class Tag:
+    """A plain object to hang on a tensor, so that a weak reference can watch it."""
+
+
+def watched_leaf(n):
+    t = torch.randn(n, device=device, requires_grad=True)
+    t.tag = Tag()  # lives exactly as long as the tensor's Python object
+    return t, weakref.ref(t.tag)
+
+
+w, w_alive = watched_leaf(1000)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    (w**3).sum().backward(create_graph=True)
+print("UserWarning:", str(caught[0].message).split(". ")[0])
+print("w.grad has a graph:", w.grad.grad_fn is not None)
+del w
+gc.collect()
+print("w still alive after del and gc.collect():", w_alive() is not None, "(leaked for good)")
+
+w, w_alive_cleared = watched_leaf(1000)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # the same warning again
+    (w**3).sum().backward(create_graph=True)
+w.grad = None  # break the cycle before letting go of w
+del w
+gc.collect()
+print("alive when its .grad was cleared first:", w_alive_cleared() is not None)
+
+v, v_alive = watched_leaf(1000)
+(grad_v,) = torch.autograd.grad((v**3).sum(), v, create_graph=True)
+del v, grad_v
+gc.collect()
+print("with autograd.grad, alive after del:", v_alive() is not None)
+
+# sphinx_gallery_start_ignore
+assert "reference cycle" in str(caught[0].message)
+assert w_alive() is not None and w_alive_cleared() is None and v_alive() is None
+# sphinx_gallery_end_ignore
+
+# %%
 # Summary
 # -------
 # - Create tensors that need gradients on their device and in their dtype; a
 #   ``.to(...)`` afterwards hands you a copy that is not a leaf and never gets ``.grad``.
-# - ``detach()`` cuts history; ``no_grad`` records nothing, except that views still
-#   report ``requires_grad``.
-# - An in-place write to a tensor that backward saved fails with a version-counter error;
-#   ``detect_anomaly`` points at the forward line that saved it.
+# - ``detach()`` cuts history where you choose; ``no_grad`` records nothing (views still
+#   report ``requires_grad``), does not replace ``model.eval()``, and for pure inference
+#   ``inference_mode`` is the stricter choice.
 # - ``backward()`` accumulates into ``.grad``; ``autograd.grad`` returns gradients, and
-#   with ``create_graph=True`` gives second derivatives.
+#   with ``create_graph=True`` gives second derivatives without the leak that
+#   ``backward(create_graph=True)`` creates.

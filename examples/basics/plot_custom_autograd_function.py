@@ -28,6 +28,8 @@ from effpt.device import describe, pick_device
 
 torch.manual_seed(0)
 device = pick_device()
+if device.type not in ("cpu", "cuda"):  # this page computes in float64, which MPS lacks
+    device = torch.device("cpu")
 print(describe(device))
 
 

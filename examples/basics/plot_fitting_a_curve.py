@@ -14,22 +14,27 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_fi
 # ------------------------------------
 # Pretend we do not know ``f(x) = 5x² + 3`` and only see noisy samples of it. We will
 # model it as ``g(x, w) = w0·x² + w1·x + w2`` and look for the ``w`` that makes ``g``
-# match the samples. Everything runs on the GPU when one is present.
+# match the samples. :func:`effpt.device.pick_device` picks a GPU when there is one (set
+# ``EFFPT_DEVICE=cpu`` to choose yourself), and the first line printed says what ran.
 import torch
 
+from effpt.device import describe, pick_device
+
 torch.manual_seed(0)
-device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+device = pick_device()
+print(describe(device))
 
 x = torch.linspace(-1.0, 1.0, steps=200, device=device)  # (200,)
 y = 5 * x**2 + 3 + 0.1 * torch.randn(x.shape, device=device)  # (200,)
-print(f"{x.numel()} samples on {device}")
+print(f"{x.numel()} samples, x from {x.min().item():.0f} to {x.max().item():.0f}")
 
 # %%
 # The model and the loss
 # ----------------------
 # The parameters are a tensor with ``requires_grad=True``: autograd records every
 # operation on it so that ``loss.backward()`` can fill ``w.grad``. Create it on the
-# device directly; moving it afterwards would give a non-leaf copy without ``.grad``.
+# device directly: moving it there afterwards would give a copy that is not a leaf and
+# never gets a ``.grad`` (the autograd page shows this trap).
 w = torch.zeros(3, device=device, requires_grad=True)
 
 
@@ -46,11 +51,14 @@ def mse(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 # Training with Adam
 # ------------------
 # Each step computes the loss, back-propagates, and lets the optimizer update ``w``.
-# ``zero_grad(set_to_none=True)`` drops the old gradients instead of adding to them.
+# ``backward()`` *adds* into ``w.grad``, so each step first clears the last step's gradient
+# with ``optimizer.zero_grad()``. It sets ``w.grad`` to ``None`` rather than filling it with
+# zeros (``set_to_none=True`` is the default): the next ``backward()`` then stores its
+# gradient instead of adding it to zeros, which saves a pass over the memory.
 optimizer = torch.optim.Adam([w], lr=0.1)
 losses = []
 for _ in range(500):
-    optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad()
     loss = mse(g(x, w), y)
     loss.backward()
     optimizer.step()
@@ -58,18 +66,21 @@ for _ in range(500):
 
 print(f"loss: {losses[0]:.2f} at the start, {losses[-1]:.4f} after {len(losses)} steps")
 print("learnt w =", [round(v, 2) for v in w.tolist()], " (true: [5, 0, 3])")
+optimizer.zero_grad()
+print("w.grad after zero_grad():", w.grad)
 
 # sphinx_gallery_start_ignore
 assert torch.allclose(w.detach().cpu(), torch.tensor([5.0, 0.0, 3.0]), atol=0.1), w
 assert losses[0] / losses[-1] > 1000, losses
 assert losses[-1] < 0.015, losses[-1]
+assert w.grad is None
 # sphinx_gallery_end_ignore
 
 # %%
 # The loss falls by more than three orders of magnitude, and it stops at the noise: samples with
 # a standard deviation of 0.1 leave a mean squared error of about 0.01 that no choice
-# of ``w`` can remove. Reading ``loss.item()`` every step forces a device
-# synchronisation, which is fine for a toy but costly in a real training loop.
+# of ``w`` can remove. On a GPU, reading ``loss.item()`` every step makes Python wait for
+# the device each time, which is fine for a toy but costly in a real training loop.
 import matplotlib.pyplot as plt
 
 fig, (ax_loss, ax_fit) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")

@@ -44,15 +44,14 @@ print([(name, p.requires_grad) for name, p in line.named_parameters()])
 # %%
 # The training loop
 # -----------------
-# The optimizer gets the module's parameters; every step zeroes the gradients
-# (``set_to_none=True`` frees them instead of writing zeros), computes the loss,
-# back-propagates and updates. The fit lands near ``a = 5``, ``b = 3``.
+# The optimizer gets the module's parameters; every step clears the gradients, computes
+# the loss, back-propagates and updates. The fit lands near ``a = 5``, ``b = 3``.
 
 
 def fit(model, steps=500, lr=0.5):
     optimizer = torch.optim.SGD(model.parameters(), lr=lr)
     for _ in range(steps):
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()
         optimizer.step()
@@ -167,9 +166,11 @@ assert net(x).shape == (100,) and list(net.state_dict())[:3] == ["0.mean", "0.st
 # instance of the class, even after the class's code has moved or changed. Saving the
 # module itself pickles a reference to its class, and loading it needs that class
 # importable under the same name; with ``weights_only=True`` :func:`torch.load` refuses
-# it outright.
+# it outright. The part of the error that says why names the class it will not load
+# and how to allow it, if you trust the file.
 import pickle
 import tempfile
+import textwrap
 from pathlib import Path
 
 with tempfile.TemporaryDirectory() as folder:
@@ -191,7 +192,7 @@ with tempfile.TemporaryDirectory() as folder:
         torch.load(path, weights_only=True)
     except pickle.UnpicklingError as err:
         reason = next(line for line in str(err).splitlines() if "Unsupported global" in line)
-    print(reason.strip()[:100], "...")
+    print(textwrap.fill(reason.strip(), width=88))
 
 # sphinx_gallery_start_ignore
 assert torch.equal(fresh(x), net(x)) and "Unsupported global" in reason
@@ -262,27 +263,31 @@ import copy
 
 
 def adam_steps(model, optimizer, steps):
+    losses = []
     for _ in range(steps):
-        optimizer.zero_grad(set_to_none=True)
-        F.mse_loss(model(x), y).backward()
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
         optimizer.step()
+        losses.append(loss.item())
+    return losses
 
 
 model = LinearLine().to(device)
 optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
-adam_steps(model, optimizer, 50)
+unbroken = adam_steps(model, optimizer, 50)
 checkpoint = copy.deepcopy({"model": model.state_dict(), "optimizer": optimizer.state_dict()})
 print("Adam's state per parameter:", list(checkpoint["optimizer"]["state"][0]))
-adam_steps(model, optimizer, 50)
+unbroken += adam_steps(model, optimizer, 50)
 
-resumed_same = {}
+resumed_losses, resumed_same = {}, {}
 for restore_optimizer in (True, False):
     resumed = LinearLine().to(device)
     resumed.load_state_dict(checkpoint["model"])
     resumed_optimizer = torch.optim.Adam(resumed.parameters(), lr=0.05)
     if restore_optimizer:
         resumed_optimizer.load_state_dict(checkpoint["optimizer"])
-    adam_steps(resumed, resumed_optimizer, 50)
+    resumed_losses[restore_optimizer] = adam_steps(resumed, resumed_optimizer, 50)
     same = torch.equal(resumed.linear.weight, model.linear.weight)
     resumed_same[restore_optimizer] = same
     print(
@@ -292,14 +297,35 @@ for restore_optimizer in (True, False):
 # sphinx_gallery_start_ignore
 assert list(checkpoint["optimizer"]["state"][0]) == ["step", "exp_avg", "exp_avg_sq"]
 assert resumed_same == {True: True, False: False}
+assert resumed_losses[True] == unbroken[50:] and resumed_losses[False] != unbroken[50:]
+fresh = resumed_losses[False]
+assert fresh[0] - fresh[1] > unbroken[50] - unbroken[51] > 0  # the fresh Adam's step is bigger
 # sphinx_gallery_end_ignore
+
+# %%
+# The loss of the three runs shows it. Restored, the optimizer retraces the unbroken
+# run step for step. A fresh Adam goes its own way: its first steps are about ``lr`` in
+# size, while the restored Adam still divides by the large squared gradients of the
+# early steps, so here the fresh run takes bigger steps. Faster or slower, it is not the
+# run the checkpoint came from.
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+ax.semilogy(range(1, 101), unbroken, color="0.6", linewidth=5, label="unbroken run")
+ax.semilogy(range(51, 101), resumed_losses[True], "--", color="C0", label="resumed, Adam restored")
+ax.semilogy(range(51, 101), resumed_losses[False], color="C3", label="resumed, fresh Adam")
+ax.axvline(50.5, color="black", linestyle=":", label="checkpoint")
+ax.set(xlabel="step", ylabel="mean squared error", title="Resuming from a checkpoint")
+fig.legend(loc="outside right center")
+plt.show()
 
 # %%
 # Summary
 # -------
 # - Assign ``nn.Parameter``\ s and submodules as attributes; ``parameters()`` finds them
 #   all, and ``register_buffer`` holds state that is saved and moved but not trained.
-# - Save and load ``state_dict()``\ s (the model's and the optimizer's), with
-#   ``weights_only=True``; pickling the whole module ties the file to your code's layout.
+# - Save and load ``state_dict()``\ s with ``weights_only=True``; pickling the whole
+#   module ties the file to your code's layout. Checkpoint the optimizer's too, or the
+#   resumed run is a different run.
 # - ``nn.Linear`` wants a feature dimension: ``unsqueeze`` vectors of samples first.
 # - Give every use of a layer its own instance, or use the functional form.

@@ -87,7 +87,7 @@ def train(params: list[torch.Tensor], steps: int, lr: float, step: float | None 
     for _ in range(steps):
         x = 4 * torch.rand(64, 1, device=device) - 2  # (batch, 1)
         loss = ((net(x, params, step) - torch.sin(2 * x)) ** 2).mean()
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         schedule.step()
@@ -131,8 +131,9 @@ assert shift <= STEP / 2
 # sphinx_gallery_end_ignore
 
 # %%
-# The deployed weights really are on the grid: multiplying by 4 gives whole numbers,
-# and the 31 weights and biases take only a handful of distinct values.
+# The deployed weights really are on the grid: multiplying by 4 gives whole numbers.
+# Many of them land on the same grid point, so the 31 weights and biases take fewer
+# distinct values than there are parameters.
 deployed = [(STEP * torch.round(p / STEP)).detach() for p in qat_params]
 values = torch.cat([p.flatten() for p in deployed])
 print("all multiples of 1/4:", torch.equal(values * 4, (values * 4).round()))
@@ -140,34 +141,37 @@ print("parameters:", values.numel(), "| distinct values:", values.unique().numel
 
 # sphinx_gallery_start_ignore
 assert torch.equal(values * 4, (values * 4).round()) and values.numel() == 31
+assert values.unique().numel() < values.numel()
 # sphinx_gallery_end_ignore
 
 # %%
 # The fits against the truth
 # --------------------------
-# Rounding the float network after training bends the curve away from ``sin(2x)``;
-# the network trained through the rounding follows it with grid weights.
+# Rounding the float network after training bends the curve away from ``sin(2x)``; the
+# network trained through the rounding follows it with grid weights. The right panel
+# shows each network's error, ``output − sin(2x)``, where the difference is easier to see.
 import matplotlib.pyplot as plt
 
 with torch.no_grad():
     curves = {
+        "float weights": net(x_eval, float_params),
         "rounded after training": net(x_eval, float_params, STEP),
         "trained through rounding": net(x_eval, qat_params, STEP),
     }
 xs = x_eval.squeeze(1).cpu().numpy()
-fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
-ax.plot(
-    xs,
-    truth.squeeze(1).cpu().numpy(),
-    color="black",
-    linewidth=3,
-    alpha=0.4,
-    label="truth: sin(2x)",
-)
-for (name, curve), style in zip(curves.items(), ["--", "-"], strict=True):
-    ax.plot(xs, curve.squeeze(1).cpu().numpy(), style, label=f"{name} (MSE {errors[name]:.4f})")
-ax.set(xlabel="x", ylabel="network output", title=f"Weights on a grid of step {STEP}")
-ax.legend(loc="lower left")
+truth_np = truth.squeeze(1).cpu().numpy()
+styles = {"float weights": ":", "rounded after training": "--", "trained through rounding": "-"}
+fig, (ax_fit, ax_err) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
+ax_fit.plot(xs, truth_np, color="black", linewidth=3, alpha=0.4, label="truth: sin(2x)")
+for name, curve in curves.items():
+    output = curve.squeeze(1).cpu().numpy()
+    label = f"{name} (MSE {errors[name]:.4f})"
+    ax_fit.plot(xs, output, styles[name], label=label)
+    ax_err.plot(xs, output - truth_np, styles[name])
+ax_err.axhline(0.0, color="black", linewidth=3, alpha=0.4)
+ax_fit.set(xlabel="x", ylabel="network output", title=f"Fits of sin(2x); weight grid step {STEP}")
+ax_err.set(xlabel="x", ylabel="output − sin(2x)", title="Error of each network")
+fig.legend(loc="outside lower center", ncols=4, fontsize=9)
 plt.show()
 
 # %%

@@ -16,6 +16,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_te
 # :func:`torch.tensor` copies Python numbers into a new tensor. Every tensor has a
 # ``dtype`` (float32 unless you ask otherwise) and a ``device``. :meth:`torch.Tensor.to`
 # converts either; when nothing needs to change it returns the very same tensor, not a copy.
+# Not every device has every dtype (Apple's MPS has no float64), so the float64 copy
+# below stays on the CPU.
 import torch
 
 from effpt.device import describe, pick_device
@@ -26,11 +28,36 @@ print(describe(device))
 
 t = torch.tensor([[0.7071, 1.4142, 1.6180], [0.8346, 2.7183, 3.1416]])
 print(t.dim(), tuple(t.shape), t.dtype, t.device)
-t64 = t.to(dtype=torch.float64, device=device)
-print(t64.dtype, t64.device, "| same object after a no-op .to():", t.to(t.device) is t)
+t64 = t.to(torch.float64)  # a float64 copy, still on the CPU
+on_device = t.to(device)  # a copy on the chosen device (t itself if that is the CPU)
+print(t64.dtype, on_device.device, "| same object after a no-op .to():", t.to(t.device) is t)
 
 # sphinx_gallery_start_ignore
 assert t.dtype == torch.float32 and t.to(t.device) is t and t64.dtype == torch.float64
+# sphinx_gallery_end_ignore
+
+# %%
+# Old constructors: ``torch.Tensor(3)`` is not the number 3
+# ---------------------------------------------------------
+# Old code (and code copied from it) builds tensors with ``torch.Tensor(...)`` or type
+# names such as ``torch.FloatTensor``. Don't, as Thomas Viehmann's "Introduction to
+# PyTorch" notebook advises. Given a number, they do not make a tensor
+# holding it: they allocate that many *uninitialised* elements, whatever the memory held.
+# And a type name fixes the device: ``FloatTensor`` is float32 on the CPU and refuses any
+# other device. :func:`torch.tensor`, :func:`torch.zeros` or :func:`torch.empty` with
+# ``dtype=`` and ``device=`` say what you mean.
+print(
+    "torch.tensor(3):", torch.tensor(3), "| torch.Tensor(3) has shape", tuple(torch.Tensor(3).shape)
+)
+try:
+    torch.FloatTensor([1.0], device="meta")
+except RuntimeError as err:
+    legacy_error = str(err)
+print("RuntimeError:", legacy_error)
+
+# sphinx_gallery_start_ignore
+assert torch.Tensor(3).shape == (3,) and torch.tensor(3).shape == ()
+assert "legacy constructor" in legacy_error
 # sphinx_gallery_end_ignore
 
 # %%
@@ -185,6 +212,27 @@ assert m[0, 0].item() == -1.0 and batch.dtype == torch.float64
 # sphinx_gallery_end_ignore
 
 # %%
+# DLPack: sharing memory with any array library
+# ---------------------------------------------
+# NumPy shares memory with CPU tensors only. DLPack is a protocol for the same trick
+# between any two array libraries (CuPy, JAX, NumPy, ...) on any device they share:
+# :func:`torch.from_dlpack` wraps another library's array without copying, and that
+# library's ``from_dlpack`` wraps a tensor. (``torch.utils.dlpack.to_dlpack`` and
+# ``from_dlpack`` are the older, capsule-based spelling you will meet in old code.) With
+# NumPy, the one other array library this page can count on:
+arr = np.arange(4, dtype=np.float32)
+shared = torch.from_dlpack(arr)
+shared[0] = 9.0
+print("NumPy array after writing through the tensor:", arr)
+print("same address:", shared.data_ptr() == arr.ctypes.data)
+print("np.from_dlpack(shared) shares it too:", np.shares_memory(np.from_dlpack(shared), arr))
+
+# sphinx_gallery_start_ignore
+assert arr[0] == 9.0 and shared.data_ptr() == arr.ctypes.data
+assert np.shares_memory(np.from_dlpack(shared), arr)
+# sphinx_gallery_end_ignore
+
+# %%
 # Saving and loading: ``.pt``, ``map_location``, ``weights_only``
 # ---------------------------------------------------------------
 # :func:`torch.save` writes a tensor (or a dict of them) to a ``.pt`` file; avoid
@@ -219,9 +267,12 @@ assert slice_bytes > 4e6 and clone_bytes < 2e3
 # %%
 # ``weights_only`` at work
 # ------------------------
-# A checkpoint holding an arbitrary Python object is refused; the error names the class
-# and how to allow it if you trust the file.
+# A checkpoint holding an arbitrary Python object is refused. The line of the error that
+# matters names the class and the two ways to allow it if you trust the file:
+# ``add_safe_globals`` for the whole program, or the ``safe_globals`` context manager,
+# used below to load the same file.
 import pickle
+import textwrap
 from dataclasses import dataclass
 
 
@@ -237,10 +288,14 @@ with tempfile.TemporaryDirectory() as folder:
         torch.load(path, weights_only=True)
     except pickle.UnpicklingError as err:
         message = next(line for line in str(err).splitlines() if "Unsupported global" in line)
-        print(message.strip()[:120], "...")
+        print(textwrap.fill(message.strip(), width=88))
+    with torch.serialization.safe_globals([RunNotes]):
+        checkpoint = torch.load(path, weights_only=True)
+    print("loaded with RunNotes allowed:", checkpoint["notes"])
 
 # sphinx_gallery_start_ignore
-assert "RunNotes" in message
+assert "RunNotes" in message and "safe_globals" in message
+assert checkpoint["notes"] == RunNotes("first try")
 # sphinx_gallery_end_ignore
 
 # %%
@@ -264,7 +319,9 @@ assert s.values().numel() == 3 and s.numel() == 20 and s.to_dense()[3, 4] == 3.0
 # -------
 # - A tensor is shape, strides and an offset over a storage; slicing, ``diagonal`` and
 #   ``.T`` make views that share it, and writes through a view show in the original.
-# - ``contiguous()`` copies only when the layout needs it; ``numpy()`` and
-#   ``from_numpy`` never copy, and NumPy's float64 must be converted at the boundary.
+# - ``contiguous()`` copies only when the layout needs it; ``numpy()``, ``from_numpy`` and
+#   ``from_dlpack`` never copy, and NumPy's float64 must be converted at the boundary.
+# - Make tensors with ``torch.tensor`` and the factory functions, never ``torch.Tensor(n)``
+#   or ``torch.FloatTensor``.
 # - Save ``.pt`` files, load with ``map_location`` and ``weights_only=True``, and
 #   ``clone()`` a slice before saving it unless you mean to save the whole storage.

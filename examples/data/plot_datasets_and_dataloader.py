@@ -12,16 +12,29 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_da
 """
 
 # %%
+# Everything that runs sits under ``if __name__ == "__main__":``, and classes sit
+# outside it. Worker processes started by *spawn* or *forkserver* (macOS, Windows,
+# Linux from Python 3.14) import this script to find the classes; the guard keeps them
+# from running the page again. :doc:`/explanations/workers` explains why.
+import torch
+
+from effpt.device import describe, pick_device
+
+if __name__ == "__main__":
+    device = pick_device()
+    print(describe(device))
+    torch.manual_seed(0)
+
+# %%
 # A dataset is ``__len__`` plus ``__getitem__``
 # ---------------------------------------------
 # A map-style dataset answers two questions: how many items there are, and what item
 # ``i`` is. Here item ``i`` is a pair: two features and a label. ``__getitem__`` must
-# return item ``i`` itself: a dataset that returns a random item instead breaks
-# shuffling, epochs and every guarantee below. The DataLoader supplies the rest.
-import torch
+# return item ``i`` itself: a dataset that returns a random item instead (as the image
+# dataset of the `Effective PyTorch guide <https://github.com/vahidk/EffectivePyTorch>`__
+# does) breaks shuffling, epochs and every guarantee below. The DataLoader supplies the
+# rest.
 from torch.utils.data import DataLoader, Dataset
-
-torch.manual_seed(0)
 
 
 class Points(Dataset):
@@ -36,8 +49,9 @@ class Points(Dataset):
         return features, i % 3
 
 
-points = Points(10)
-print(f"{len(points)} items; item 3 = {points[3]}")
+if __name__ == "__main__":
+    points = Points(10)
+    print(f"{len(points)} items; item 3 = {points[3]}")
 
 # %%
 # What the DataLoader does with it
@@ -46,28 +60,35 @@ print(f"{len(points)} items; item 3 = {points[3]}")
 # items, and *collates* them: the four feature tensors of shape ``(2,)`` are stacked into
 # one ``(4, 2)`` tensor, and the four integer labels become a tensor of shape ``(4,)``.
 # The pair structure of an item survives; each part gains a leading batch dimension.
-loader = DataLoader(points, batch_size=4)
-features, labels = next(iter(loader))
-print("indices of the first two batches:", list(loader.batch_sampler)[:2])
-print("features", tuple(features.shape), features.dtype, "| labels", tuple(labels.shape))
-print(features)
+if __name__ == "__main__":
+    loader = DataLoader(points, batch_size=4)
+    features, labels = next(iter(loader))
+    print("indices of the first two batches:", list(loader.batch_sampler)[:2])
+    print("features", tuple(features.shape), features.dtype, "| labels", tuple(labels.shape))
+    print(features)
 
 # sphinx_gallery_start_ignore
-assert features.shape == (4, 2) and labels.shape == (4,)
+if __name__ == "__main__":
+    assert features.shape == (4, 2) and labels.shape == (4,)
 # sphinx_gallery_end_ignore
 
 # %%
-# ``shuffle=True`` draws a new permutation of the indices every epoch, so each item is
-# still read exactly once per epoch, in a different order. Passing a seeded
-# :class:`torch.Generator` makes the order reproducible (the randomness page goes further).
-shuffled = DataLoader(
-    points, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0)
-)
-epoch_order = [i for batch in shuffled.batch_sampler for i in batch]
-print("one shuffled epoch visits:", epoch_order)
+# ``shuffle=True`` draws a new permutation of the indices every epoch: each item is
+# still read exactly once per epoch, in a different order. A seeded
+# :class:`torch.Generator` makes the sequence of orders reproducible (the randomness
+# page goes further). Two epochs:
+if __name__ == "__main__":
+    shuffled = DataLoader(
+        points, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0)
+    )
+    epochs = [[i for batch in shuffled.batch_sampler for i in batch] for _ in range(2)]
+    for k, order in enumerate(epochs):
+        print(f"epoch {k} visits: {order}")
 
 # sphinx_gallery_start_ignore
-assert sorted(epoch_order) == list(range(10))
+if __name__ == "__main__":
+    assert all(sorted(order) == list(range(10)) for order in epochs)
+    assert epochs[0] != epochs[1]
 # sphinx_gallery_end_ignore
 
 # %%
@@ -76,60 +97,82 @@ assert sorted(epoch_order) == list(range(10))
 # Ten items in batches of four leave a last batch of two. With nine items the last batch
 # holds a single item, and :class:`torch.nn.BatchNorm1d` in training mode cannot compute a
 # variance from one value per channel: it raises. ``drop_last=True`` skips the short batch.
-sizes = [len(y) for _, y in DataLoader(points, batch_size=4)]
-print("batch sizes, 10 items:", sizes)
+if __name__ == "__main__":
+    sizes = [len(y) for _, y in DataLoader(points, batch_size=4)]
+    print("batch sizes, 10 items:", sizes)
 
-norm = torch.nn.BatchNorm1d(2)
-try:
-    for x, _ in DataLoader(Points(9), batch_size=4):
-        norm(x)
-except ValueError as error:
-    print("9 items, last batch of 1 ->", error)
+    norm = torch.nn.BatchNorm1d(2)
+    try:
+        for x, _ in DataLoader(Points(9), batch_size=4):
+            norm(x)
+    except ValueError as error:
+        print("9 items, last batch of 1 ->", error)
 
-kept = [len(y) for _, y in DataLoader(Points(9), batch_size=4, drop_last=True)]
-print("with drop_last=True:", kept)
+    kept = [len(y) for _, y in DataLoader(Points(9), batch_size=4, drop_last=True)]
+    print("with drop_last=True:", kept)
 
 # sphinx_gallery_start_ignore
-assert sizes == [4, 4, 2] and kept == [4, 4]
+if __name__ == "__main__":
+    assert sizes == [4, 4, 2] and kept == [4, 4]
 # sphinx_gallery_end_ignore
 
 # %%
 # A folder of real images
 # -----------------------
-# :func:`effpt.data.write_image_folder` draws small labelled PNG files, one folder per
-# class, the layout most image collections use: ``<root>/<class>/<name>.png``.
-# :class:`effpt.data.ImageFolder` reads that layout; each item is decoded with Pillow into a
-# ``uint8`` tensor of shape ``(3, height, width)`` and labelled by its folder:
-#
-# .. literalinclude:: /../src/effpt/data.py
-#    :pyobject: ImageFolder.__getitem__
-#
-# The class lives in a module, not on this page, because worker processes must import it.
+# Most image collections use one folder per class: ``<root>/<class>/<name>.png``.
+# :func:`effpt.data.write_image_folder` draws such a folder of small labelled PNG files.
+# The dataset below reads that layout: item ``i`` is the ``i``-th file, decoded with
+# Pillow into a ``uint8`` tensor of shape ``(3, height, width)`` and labelled by its
+# folder. (:class:`effpt.data.ImageFolder` is a hardened version: its errors name the
+# file, it refuses 16-bit images that 8-bit RGB would clip, and it skips folders that
+# happen to be named like images.)
 import tempfile
 from pathlib import Path
 
-from effpt.data import ImageFolder, write_image_folder
+import numpy as np
+from PIL import Image
 
-workdir = tempfile.TemporaryDirectory()
-root = Path(workdir.name) / "shapes"
-paths = write_image_folder(root, 256, size=64, seed=0)
-dataset = ImageFolder(root)
-image, label = dataset[0]
-print(f"{len(dataset)} files, classes {dataset.classes}")
-print(f"item 0: {tuple(image.shape)} {image.dtype}, label {label} ({dataset.classes[label]})")
+from effpt.data import write_image_folder
+
+
+class ImageFiles(Dataset):
+    def __init__(self, root: Path) -> None:
+        self.classes = sorted(p.name for p in root.iterdir() if p.is_dir())
+        self.files = sorted(root.glob("*/*.png"))
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        path = self.files[i]
+        with Image.open(path) as image:
+            pixels = np.array(image.convert("RGB"))  # (height, width, 3), a copy
+        image = torch.from_numpy(pixels).permute(2, 0, 1)  # (3, height, width)
+        return image, self.classes.index(path.parent.name)
+
+
+if __name__ == "__main__":
+    workdir = tempfile.TemporaryDirectory()
+    root = Path(workdir.name) / "shapes"
+    paths = write_image_folder(root, 256, size=64, seed=0)
+    dataset = ImageFiles(root)
+    image, label = dataset[0]
+    print(f"{len(dataset)} files, classes {dataset.classes}")
+    print(f"item 0: {tuple(image.shape)} {image.dtype}, label {label} ({dataset.classes[label]})")
 
 # %%
 # Twelve of them, with the labels the dataset gives them:
 import matplotlib.pyplot as plt
 
-fig, axes = plt.subplots(2, 6, figsize=(9, 3.4), layout="constrained")
-for ax, index in zip(axes.flat, range(0, len(dataset), len(dataset) // 12), strict=False):
-    image, label = dataset[index]
-    ax.imshow(image.permute(1, 2, 0).numpy())  # (height, width, 3) for matplotlib
-    ax.set_title(dataset.classes[label], fontsize=10)
-    ax.set_axis_off()
-fig.suptitle("ImageFolder items: 64 × 64 PNG files, label = folder name")
-plt.show()
+if __name__ == "__main__":
+    fig, axes = plt.subplots(2, 6, figsize=(9, 3.4), layout="constrained")
+    for ax, index in zip(axes.flat, range(0, len(dataset), len(dataset) // 12), strict=False):
+        image, label = dataset[index]
+        ax.imshow(image.permute(1, 2, 0).numpy())  # (height, width, 3) for matplotlib
+        ax.set_title(dataset.classes[label], fontsize=10)
+        ax.set_axis_off()
+    fig.suptitle("Dataset items: 64 × 64 PNG files, label = folder name")
+    plt.show()
 
 # %%
 # Batches of images, and where to convert them
@@ -137,60 +180,99 @@ plt.show()
 # A batch of 32 items is a ``(32, 3, 64, 64)`` tensor of bytes. Keep it ``uint8`` until it
 # reaches the device: the copy is four times smaller than float32, and the conversion to
 # floats in ``[0, 1]`` is one cheap elementwise pass there.
-from effpt.device import describe, pick_device
-
-device = pick_device()
-images, labels = next(iter(DataLoader(dataset, batch_size=32, shuffle=True)))
-inputs = images.to(device, non_blocking=True).float().div_(255)  # (batch, 3, height, width)
-print(f"{tuple(images.shape)} {images.dtype} -> {inputs.dtype} on {device}")
-print(f"bytes copied: {images.nbytes:,} as uint8 instead of {inputs.nbytes:,} as float32")
+if __name__ == "__main__":
+    images, labels = next(iter(DataLoader(dataset, batch_size=32, shuffle=True)))
+    inputs = images.to(device).float().div_(255)  # (batch, 3, height, width)
+    print(f"{tuple(images.shape)} {images.dtype} -> {inputs.dtype} on {device}")
+    print(f"bytes to copy: {images.nbytes:,} as uint8 instead of {inputs.nbytes:,} as float32")
 
 # sphinx_gallery_start_ignore
-assert images.shape == (32, 3, 64, 64) and inputs.nbytes == 4 * images.nbytes
+if __name__ == "__main__":
+    assert images.shape == (32, 3, 64, 64) and inputs.nbytes == 4 * images.nbytes
 # sphinx_gallery_end_ignore
+
+# %%
+# Pinned memory, for copies to a GPU
+# ----------------------------------
+# A copy from ordinary (pageable) host memory to a CUDA GPU goes through a page-locked
+# staging buffer, and the host waits while the data is staged. From page-locked
+# (*pinned*) memory the GPU reads directly, and ``.to(device, non_blocking=True)``
+# returns at once, so the host can prepare the next batch while the copy runs.
+# ``DataLoader(..., pin_memory=True)`` puts each batch in pinned memory for you, in a
+# background thread of the main process. The cell times the copy itself, for one batch
+# of 256 RGB images of 224 × 224 as ``uint8``, from each kind of memory. It measures on
+# a CUDA device only; elsewhere it says so and measures nothing.
+import math
+
+from effpt.bench import compare, speedup
+
+if __name__ == "__main__":
+    shape = (256, 3, 224, 224)  # (batch, 3, height, width)
+    print(f"one batch: {math.prod(shape) / 1e6:.1f} MB")
+    if device.type == "cuda":
+        pageable = torch.randint(0, 256, shape, dtype=torch.uint8)
+        pinned = pageable.pin_memory()
+        copies = compare(
+            "copy one batch to the GPU",
+            {
+                "pageable": lambda: pageable.to(device),
+                "pinned, non_blocking": lambda: pinned.to(device, non_blocking=True),
+            },
+            device=device,  # synchronizes after each timed block: the copy is counted
+        )
+        for r in copies:
+            print(f"{r.variant}: {pageable.nbytes / r.median_s / 1e9:.1f} GB/s")
+        ratio = speedup(copies[0], copies[1])
+        print(f"pinned over pageable: {ratio}, {ratio.verdict}")
+        batch, _ = next(iter(DataLoader(dataset, batch_size=32, pin_memory=True)))
+        print("a batch from DataLoader(pin_memory=True) is pinned:", batch.is_pinned())
+    else:
+        print(f"pinned-memory copies: not measured, this build ran on {device.type}")
 
 # %%
 # Loading in worker processes
 # ---------------------------
 # With ``num_workers=2`` two processes read and collate batches while the main process
-# consumes them. Each worker gets its own copy of the dataset; under the ``spawn`` and
-# ``forkserver`` start methods that copy travels by pickle, which is why ``Points``, defined
-# on this page, would fail there and ``ImageFolder`` works. One epoch each way, timed with
-# :func:`effpt.bench.compare`:
-import os
+# consumes them. Each worker gets its own copy of the dataset. Under *spawn* and
+# *forkserver* the copy travels by pickle and the worker imports ``ImageFiles`` from this
+# script's file; this site's build and a notebook run the page without a file to import,
+# so there the workers are started by *fork*, which copies the parent's memory instead.
+# One epoch each way, timed with :func:`effpt.bench.compare`:
+START = None if "__file__" in globals() else "fork"  # None: the platform's default
 
-from effpt.bench import compare
 
-cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-workers = min(2, cores)
-loaders = {
-    f"num_workers={n}": DataLoader(dataset, batch_size=32, num_workers=n) for n in (0, workers)
-}
-records = compare(
-    f"one epoch, {len(dataset)} PNG files",
-    {name: (lambda ld=ld: sum(len(y) for _, y in ld)) for name, ld in loaders.items()},
-    device="cpu",  # loading is CPU work, whatever device trains
-    repeats=3,
-    number=1,
-)
-for r in records:
-    per_image_ms = r.median_s / len(dataset) * 1e3
-    print(
-        f"{r.variant}: {len(dataset) / r.median_s:,.0f} images/s, {per_image_ms:.2f} ms per image"
+def make_loader(dataset: Dataset, num_workers: int, **kwargs) -> DataLoader:
+    context = START if num_workers > 0 else None  # only worker processes have a start method
+    return DataLoader(dataset, num_workers=num_workers, multiprocessing_context=context, **kwargs)
+
+
+if __name__ == "__main__":
+    loaders = {f"num_workers={n}": make_loader(dataset, n, batch_size=32) for n in (0, 2)}
+    records = compare(
+        f"one epoch, {len(dataset)} PNG files",
+        {name: (lambda ld=ld: sum(len(y) for _, y in ld)) for name, ld in loaders.items()},
+        device="cpu",  # loading is CPU work, whatever device trains
     )
-print(describe("cpu"))
+    for r in records:
+        print(f"{r.variant}: {len(dataset) / r.median_s:,.0f} images/s")
+    gain = speedup(records[0], records[1])
+    print(f"num_workers=2 over num_workers=0: {gain}, {gain.verdict}")
 
 # sphinx_gallery_start_ignore
-assert all(sum(len(y) for _, y in ld) == len(dataset) for ld in loaders.values())
+if __name__ == "__main__":
+    assert all(sum(len(y) for _, y in ld) == len(dataset) for ld in loaders.values())
 # sphinx_gallery_end_ignore
 
 # %%
 # Workers pay off when reading and decoding a batch takes longer than sending it between
 # processes, and when an epoch is long enough to repay starting the workers (a fresh
-# start every epoch, by default). Compare the milliseconds per image above with that
-# overhead: for small images it can dominate. The next page measures throughput against
-# the number of workers, and the options that cut the overhead.
-workdir.cleanup()
+# start every epoch, by default). With two workers the ideal is twice the rate of one
+# process. The verdict above is what this machine measured: where it says "slower", the
+# decoding time the two workers shared out was less than what starting them and
+# shipping their batches back cost. The next page measures throughput against the
+# number of workers, and the options that cut the overhead.
+if __name__ == "__main__":
+    workdir.cleanup()
 
 # %%
 # Summary
@@ -199,6 +281,8 @@ workdir.cleanup()
 #   sampling, shuffling, batching and collation (stacking each part of the items).
 # - ``drop_last=True`` avoids a short last batch, which batch norm cannot train on when it
 #   holds a single item.
-# - Keep images ``uint8`` in the loader and convert to float on the device.
-# - Datasets used with ``num_workers > 0`` belong in an importable module, so that
-#   every start method can hand them to the workers.
+# - Keep images ``uint8`` in the loader and convert to float on the device. On a GPU,
+#   ``pin_memory=True`` and ``non_blocking=True`` copies let the host work on while a
+#   batch is copied.
+# - Put the work of a script that starts workers under ``if __name__ == "__main__":``
+#   and its dataset classes outside it, so that every start method can find them.

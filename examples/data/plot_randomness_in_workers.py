@@ -7,68 +7,102 @@ DataLoader worker starts from a copy of the dataset, and a random generator copi
 its state draws the same numbers in every copy. This page shows the duplicated draws, two
 ways to fix them, and how a seeded generator on the DataLoader makes a run repeatable.
 
-How workers get their copies is explained in :doc:`/explanations/workers`.
-
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_randomness_in_workers.py``.
 """
 
 # %%
+# How workers get their copies is explained in :doc:`/explanations/workers`. As that
+# page explains too, a script that starts workers keeps its work under
+# ``if __name__ == "__main__":`` and the classes and functions the workers need outside
+# it, where the workers can import them; so does this page.
+import torch
+
+from effpt.device import describe, pick_device
+
+if __name__ == "__main__":
+    print(describe(pick_device()))
+    torch.manual_seed(0)
+
+# %%
 # A random crop that owns its generator
 # -------------------------------------
-# :class:`effpt.data.RandomCrops` cuts a random 24 × 24 window out of each 32 × 32 image and
-# returns the offsets it drew next to the crop, so that we can see them. Like NumPy
-# recommends, it draws from a :class:`numpy.random.Generator` object, held on the dataset:
-#
-# .. literalinclude:: /../src/effpt/data.py
-#    :pyobject: RandomCrops.__getitem__
+# ``RandomCrops`` cuts a random 24 × 24 window out of each 32 × 32 image and returns the
+# offsets it drew next to the crop, so that we can see them. As NumPy recommends, it
+# draws from a :class:`numpy.random.Generator` object, held on the dataset. The images
+# come from :class:`effpt.data.ImageFolder` (the previous pages show how such a dataset
+# is built).
 import tempfile
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, Dataset
 
-from effpt.data import ImageFolder, RandomCrops, write_image_folder
+from effpt.data import ImageFolder, write_image_folder
 
-torch.manual_seed(0)
-workdir = tempfile.TemporaryDirectory()
-write_image_folder(Path(workdir.name) / "shapes", 64, size=32, seed=0)
-images = ImageFolder(Path(workdir.name) / "shapes")
-crops = RandomCrops(images, 24, rng=np.random.default_rng(0))
-crop, label, offset = crops[0]
-print(
-    f"{len(crops)} items; item 0: crop {tuple(crop.shape)}, offset [top, left] = {offset.tolist()}"
-)
+
+class RandomCrops(Dataset):
+    def __init__(self, images: Dataset, size: int, rng: np.random.Generator | None) -> None:
+        self.images, self.size, self.rng = images, size, rng
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def __getitem__(self, i: int):
+        image, label = self.images[i]  # (3, height, width)
+        high = [image.shape[-2] - self.size + 1, image.shape[-1] - self.size + 1]
+        if self.rng is None:  # torch's generator (fix 2, below)
+            top, left = (int(torch.randint(h, ())) for h in high)
+        else:
+            top, left = (int(self.rng.integers(h)) for h in high)
+        crop = image[:, top : top + self.size, left : left + self.size]  # (3, size, size)
+        return crop, label, torch.tensor([top, left])
+
+
+if __name__ == "__main__":
+    workdir = tempfile.TemporaryDirectory()
+    write_image_folder(Path(workdir.name) / "shapes", 64, size=32, seed=0)
+    images = ImageFolder(Path(workdir.name) / "shapes")
+    crops = RandomCrops(images, 24, rng=np.random.default_rng(0))
+    crop, label, offset = crops[0]
+    print(f"{len(crops)} items; item 0: crop {tuple(crop.shape)}, offset {offset.tolist()}")
 
 # %%
 # Two workers, one stream of numbers
 # ----------------------------------
 # With ``num_workers=2`` a map-style loader deals batches to the workers in turn: batches
 # 0, 2, 4, 6 come from worker 0 and batches 1, 3, 5, 7 from worker 1. Each worker holds a
-# copy of ``crops``, generator state included (copied by ``fork``, pickled by ``spawn``
-# and ``forkserver``: the bug does not depend on the start method). Compare the draws:
+# copy of ``crops``, generator state included (copied by *fork*, pickled by *spawn* and
+# *forkserver*: the bug does not depend on the start method). We compare the draws index
+# by index: the ``k``-th offset worker 0 drew against the ``k``-th offset worker 1 drew.
+# (Under *spawn* and *forkserver* the workers import ``RandomCrops`` from this script's
+# file; this site's build and a notebook have no file to import, so there they fork.)
+START = None if "__file__" in globals() else "fork"  # None: the platform's default
 
 
-def offsets_by_worker(loader: DataLoader) -> tuple[torch.Tensor, torch.Tensor]:
+def offsets_by_worker(dataset: Dataset, **loader_args) -> tuple[torch.Tensor, torch.Tensor]:
+    loader = DataLoader(
+        dataset, batch_size=8, num_workers=2, multiprocessing_context=START, **loader_args
+    )
     batches = [offsets for _, _, offsets in loader]  # each (8, 2); batch k from worker k % 2
     return torch.cat(batches[0::2]), torch.cat(batches[1::2])  # (32, 2) each
 
 
 def same_draws(a: torch.Tensor, b: torch.Tensor) -> int:
-    return int((a == b).all(dim=1).sum())
+    return int((a == b).all(dim=1).sum())  # the k-th draws agree in both coordinates
 
 
-loader = DataLoader(crops, batch_size=8, num_workers=2)
-first, second = offsets_by_worker(loader)
-print("worker 0 drew:", first[:4].tolist(), "...")
-print("worker 1 drew:", second[:4].tolist(), "...")
-print(f"identical draws: {same_draws(first, second)} of {len(first)}")
-again, _ = offsets_by_worker(loader)
-print("the next epoch repeats this one:", torch.equal(again, first))
+if __name__ == "__main__":
+    first, second = offsets_by_worker(crops)
+    print("worker 0 drew:", first[:4].tolist(), "...")
+    print("worker 1 drew:", second[:4].tolist(), "...")
+    print(f"same draw at the same index: {same_draws(first, second)} of {len(first)}")
+    again, _ = offsets_by_worker(crops)
+    print("the next epoch repeats this one:", torch.equal(again, first))
 
 # sphinx_gallery_start_ignore
-assert same_draws(first, second) == len(first) == 32
-assert torch.equal(again, first)
+if __name__ == "__main__":
+    assert same_draws(first, second) == len(first) == 32
+    assert torch.equal(again, first)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -76,67 +110,109 @@ assert torch.equal(again, first)
 # are started afresh each epoch from the same copy, so the generator never moves on. Half
 # the "random" crops are duplicates and none change between epochs.
 #
+# NumPy's *global* generator is not affected
+# ------------------------------------------
 # The classic form of this bug calls ``np.random`` functions in ``__getitem__``. Since
-# PyTorch 1.9 the DataLoader seeds NumPy's global generator differently in every worker,
-# so that form is fixed; a generator *object* held by the dataset, as above, is not.
-#
-# Fix 1: reseed in ``worker_init_fn``
-# -----------------------------------
-# Inside a worker, :func:`torch.initial_seed` returns the loader's base seed plus the
-# worker's id: different in every worker, and drawn anew every epoch.
-# :func:`effpt.data.seed_worker` seeds Python's and NumPy's global generators from it and
-# replaces the generator on the worker's copy of the dataset:
-#
-# .. literalinclude:: /../src/effpt/data.py
-#    :pyobject: seed_worker
-from effpt.data import seed_worker
+# PyTorch 1.9 the DataLoader seeds NumPy's global generator differently in every worker
+# (as it seeds torch's and Python's), so that form is fixed. The check:
 
-loader = DataLoader(crops, batch_size=8, num_workers=2, worker_init_fn=seed_worker)
-fixed_first, fixed_second = offsets_by_worker(loader)
-print(f"identical draws: {same_draws(fixed_first, fixed_second)} of {len(fixed_first)}")
-fixed_again, _ = offsets_by_worker(loader)
-print("the next epoch repeats this one:", torch.equal(fixed_again, fixed_first))
+
+class GlobalNumpyDraws(Dataset):
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, i: int):
+        top, left = np.random.randint(9, size=2)  # noqa: NPY002  (the legacy global generator)
+        return torch.zeros(()), 0, torch.tensor([top, left])
+
+
+if __name__ == "__main__":
+    global_first, global_second = offsets_by_worker(GlobalNumpyDraws())
+    print(f"same draw at the same index: {same_draws(global_first, global_second)} of 32")
 
 # sphinx_gallery_start_ignore
-assert same_draws(fixed_first, fixed_second) <= 4
-assert not torch.equal(fixed_again, fixed_first)
+if __name__ == "__main__":
+    assert same_draws(global_first, global_second) <= 4
 # sphinx_gallery_end_ignore
 
 # %%
-# A crop has 9 × 9 possible offsets, so two independent draws coincide once in 81
-# times: a few matches out of 32 are chance, not a copy.
+# A crop has 9 × 9 possible offsets, so two independent draws agree once in 81 times
+# on average: a few matches out of 32 are chance, not a copy.
+#
+# Fix 1: reseed the dataset's generator in ``worker_init_fn``
+# -----------------------------------------------------------
+# The DataLoader calls ``worker_init_fn`` in each worker once it has started, with the
+# worker's copy of the dataset in :func:`~torch.utils.data.get_worker_info`. There,
+# :func:`torch.initial_seed` returns the loader's base seed plus the worker's id:
+# different in every worker, and drawn anew each epoch for workers started each epoch
+# (the default). Replace the copied generator with one seeded from it:
+from torch.utils.data import get_worker_info
+
+
+def seed_worker(worker_id: int) -> None:
+    dataset = get_worker_info().dataset  # this worker's copy
+    dataset.rng = np.random.default_rng(torch.initial_seed())
+
+
+if __name__ == "__main__":
+    fixed_first, fixed_second = offsets_by_worker(crops, worker_init_fn=seed_worker)
+    print(f"same draw at the same index: {same_draws(fixed_first, fixed_second)} of 32")
+    fixed_again, _ = offsets_by_worker(crops, worker_init_fn=seed_worker)
+    print("the next epoch repeats this one:", torch.equal(fixed_again, fixed_first))
+
+# sphinx_gallery_start_ignore
+if __name__ == "__main__":
+    assert same_draws(fixed_first, fixed_second) <= 4
+    assert not torch.equal(fixed_again, fixed_first)
+# sphinx_gallery_end_ignore
+
+# %%
+# :func:`effpt.data.seed_worker` does the same for any dataset whose ``rng`` attribute
+# is a NumPy Generator, and does nothing outside a worker.
 #
 # Fix 2: draw from torch's generator
 # ----------------------------------
 # The DataLoader already seeds torch's global generator in each worker with that same
 # ``initial_seed``. A dataset that draws with torch (``rng=None`` here uses
 # :func:`torch.randint`) needs no ``worker_init_fn`` at all.
-torch_crops = RandomCrops(images, 24, rng=None)
-loader = DataLoader(torch_crops, batch_size=8, num_workers=2)
-torch_first, torch_second = offsets_by_worker(loader)
-print(f"identical draws: {same_draws(torch_first, torch_second)} of {len(torch_first)}")
+if __name__ == "__main__":
+    torch_crops = RandomCrops(images, 24, rng=None)
+    torch_first, torch_second = offsets_by_worker(torch_crops)
+    print(f"same draw at the same index: {same_draws(torch_first, torch_second)} of 32")
 
 # sphinx_gallery_start_ignore
-assert same_draws(torch_first, torch_second) <= 4
+if __name__ == "__main__":
+    assert same_draws(torch_first, torch_second) <= 4
 # sphinx_gallery_end_ignore
 
 # %%
-# The draws of both workers, before and after the fix. On the left, every cross of worker
-# 1 sits on a circle of worker 0.
+# The figure plots what the counts above count: each dot is one index ``k``, at the
+# offset worker 0 drew for its ``k``-th item (across) and the one worker 1 drew for its
+# ``k``-th item (up), each offset numbered ``9 × top + left``. A dot on the diagonal is
+# the same draw. With the copied generator every dot sits on it; after the fix the dots
+# scatter, and only chance puts one there.
 import matplotlib.pyplot as plt
 
-fig, axes = plt.subplots(1, 2, figsize=(8, 4), layout="constrained", sharey=True)
-for ax, (a, b), title in (
-    (axes[0], (first, second), "generator copied into each worker"),
-    (axes[1], (fixed_first, fixed_second), "reseeded with seed_worker"),
-):
-    ax.scatter(a[:, 1], a[:, 0], s=90, facecolors="none", edgecolors="C0", label="worker 0")
-    ax.scatter(b[:, 1], b[:, 0], s=40, marker="x", color="C3", label="worker 1")
-    ax.set(xlabel="left offset (pixels)", title=title, xticks=range(9), yticks=range(9))
-axes[0].set_ylabel("top offset (pixels)")
-axes[0].legend(loc="upper right", framealpha=0.9)
-fig.suptitle("Crop offsets drawn in one epoch, 32 per worker")
-plt.show()
+if __name__ == "__main__":
+
+    def code(offsets: torch.Tensor) -> torch.Tensor:  # (n, 2) -> (n,): 9 × top + left
+        return 9 * offsets[:, 0] + offsets[:, 1]
+
+    fig, axes = plt.subplots(1, 3, figsize=(9, 3.8), layout="constrained", sharey=True)
+    for ax, (a, b), title in (
+        (axes[0], (first, second), "generator copied\ninto each worker"),
+        (axes[1], (fixed_first, fixed_second), "reseeded in\nworker_init_fn"),
+        (axes[2], (torch_first, torch_second), "drawn from\ntorch's generator"),
+    ):
+        ax.plot([0, 80], [0, 80], color="0.8", lw=1, zorder=0)  # the same draw
+        ax.scatter(code(a), code(b), s=25, color="C0")
+        same = same_draws(a, b)
+        ax.set_title(f"{title}\n{same} of 32 the same", fontsize=10)
+        ax.set(xlim=(-4, 84), ylim=(-4, 84))
+        ax.set(xlabel="worker 0, k-th draw", xticks=[0, 40, 80], yticks=[0, 40, 80])
+    axes[0].set_ylabel("worker 1, k-th draw")
+    fig.suptitle("Crop offsets (9 × top + left) drawn for the same index k by two workers")
+    plt.show()
 
 # %%
 # Repeatable runs: a seeded generator on the DataLoader
@@ -154,23 +230,26 @@ def one_run(generator: torch.Generator | None) -> torch.Tensor:
         batch_size=8,
         shuffle=True,
         num_workers=2,
+        multiprocessing_context=START,
         worker_init_fn=seed_worker,
         generator=generator,
     )
     return torch.cat(
         [torch.cat([labels[:, None], offsets], dim=1) for _, labels, offsets in loader]
-    )
+    )  # (64, 3): label, top, left
 
 
-unseeded = one_run(None), one_run(None)
-seeded = one_run(torch.Generator().manual_seed(7)), one_run(torch.Generator().manual_seed(7))
-print("without a generator, two runs agree:", torch.equal(*unseeded))
-print("with generator seeded 7, two runs agree:", torch.equal(*seeded))
-workdir.cleanup()
+if __name__ == "__main__":
+    unseeded = one_run(None), one_run(None)
+    seeded = one_run(torch.Generator().manual_seed(7)), one_run(torch.Generator().manual_seed(7))
+    print("without a generator, two runs agree:", torch.equal(*unseeded))
+    print("with generator seeded 7, two runs agree:", torch.equal(*seeded))
+    workdir.cleanup()
 
 # sphinx_gallery_start_ignore
-assert not torch.equal(*unseeded)
-assert torch.equal(*seeded)
+if __name__ == "__main__":
+    assert not torch.equal(*unseeded)
+    assert torch.equal(*seeded)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -178,7 +257,9 @@ assert torch.equal(*seeded)
 # -------
 # - Each worker works on a copy of the dataset: a random generator stored on it is copied
 #   with its state, and every worker draws the same numbers, epoch after epoch.
-# - Reseed per worker from :func:`torch.initial_seed` in a ``worker_init_fn``, or draw
-#   from torch's generator, which the DataLoader seeds per worker for you.
+# - NumPy's global generator, Python's and torch's are seeded per worker by the
+#   DataLoader; a generator object held on the dataset is not.
+# - Reseed that object per worker from :func:`torch.initial_seed` in a
+#   ``worker_init_fn``, or draw from torch's generator.
 # - For a repeatable run, pass a seeded ``generator`` to the DataLoader and keep
 #   ``num_workers`` fixed.

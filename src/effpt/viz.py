@@ -32,8 +32,8 @@ _COLOURS = {"leaf": "#cfe2f3", "op": "#eeeeee", "output": "#d9ead3"}
 class GraphNode:
     """One node of a :class:`BackwardGraph`.
 
-    ``kind`` is ``"leaf"`` for a tensor that receives a gradient and ``"op"`` for a
-    backward function; ``name`` is the name given for it, if any; ``op`` is the
+    ``key`` numbers the node (0 is the root); ``kind`` is ``"leaf"`` for a tensor that
+    receives a gradient and ``"op"`` for a backward function; ``name`` is the name given for it, if any; ``op`` is the
     backward function's class name (``"AccumulateGrad"`` for leaves); ``shape`` is the
     leaf's shape (empty for operations).
     """
@@ -55,7 +55,11 @@ class GraphNode:
 
 @dataclass(frozen=True)
 class BackwardGraph:
-    """The backward graph behind a tensor: nodes, edges ``(input, user)`` and the root."""
+    """The backward graph behind a tensor: nodes, edges ``(input, user)`` and the root.
+
+    Nodes are keyed ``0, 1, ...`` in the order the traversal from the root met them, so
+    reading the same tensor twice gives equal graphs.
+    """
 
     nodes: tuple[GraphNode, ...]
     edges: tuple[tuple[int, int], ...]
@@ -98,7 +102,10 @@ def backward_graph(
     names
         Optional labels, e.g. ``{"a": a, "c": c}``. A leaf is matched by identity with
         the tensor its ``AccumulateGrad`` node holds; a computed tensor labels the
-        operation that produced it (its ``grad_fn``).
+        operation that produced it (its ``grad_fn``). Outputs of one operation (the
+        parts of a ``chunk``) share its node, which then shows all their names joined
+        by ", ". A name whose tensor is not in the graph (cut off by ``detach``, say) is
+        not drawn.
 
     Returns
     -------
@@ -115,6 +122,8 @@ def backward_graph(
     (4, 3)
     >>> sorted(node.name or node.op for node in graph.nodes)
     ['AddBackward0', 'MulBackward0', 'a', 'b']
+    >>> graph.root, graph.node(graph.root).op
+    (0, 'MulBackward0')
     >>> len(backward_graph((a + 1).detach() * b).nodes)  # detach cuts a's branch off
     2
     >>> backward_graph(torch.ones(3))
@@ -130,7 +139,15 @@ def backward_graph(
         raise ValueError(msg)
     labels = _check_names(names)
     leaf_names = {id(t): n for n, t in labels.items() if t.grad_fn is None}
-    op_names = {id(t.grad_fn): n for n, t in labels.items() if t.grad_fn is not None}
+    # Until torch 2.15 the Python object of a backward node exists only while something
+    # refers to it: ``t.grad_fn`` makes a new one after the last was freed, possibly at an
+    # address (``id``) that another node's object had. Holding every object we look at for
+    # the whole traversal keeps each node's object, and so its ``id``, unique; node keys
+    # are then numbered in traversal order, so the graph never depends on addresses.
+    named_fns = [(t.grad_fn, n) for n, t in labels.items() if t.grad_fn is not None]
+    op_names: dict[int, list[str]] = {}
+    for fn, name in named_fns:
+        op_names.setdefault(id(fn), []).append(name)
 
     if tensor.grad_fn is None:  # a leaf on its own
         leaf = GraphNode(
@@ -138,14 +155,15 @@ def backward_graph(
         )
         return BackwardGraph((leaf,), (), 0)
 
-    keep: dict[int, Any] = {}  # id -> node object, kept alive so that ids stay unique
+    root = tensor.grad_fn
+    keys: dict[int, int] = {id(root): 0}  # id of a node object -> its key
+    alive: list[Any] = [root]  # every node object seen, held until the traversal ends
     nodes: list[GraphNode] = []
     edges: list[tuple[int, int]] = []
-    stack = [tensor.grad_fn]
-    keep[id(tensor.grad_fn)] = tensor.grad_fn
+    stack = [root]
     while stack:
         fn = stack.pop()
-        key = id(fn)
+        key = keys[id(fn)]
         variable = getattr(fn, "variable", None)
         if isinstance(variable, torch.Tensor):
             nodes.append(
@@ -158,17 +176,19 @@ def backward_graph(
                 )
             )
         else:
-            nodes.append(GraphNode(key, "op", _op_name(fn), op_names.get(key)))
+            name = ", ".join(op_names.get(id(fn), [])) or None
+            nodes.append(GraphNode(key, "op", _op_name(fn), name))
         for child, _ in fn.next_functions:
             if child is None:
                 continue
-            edge = (id(child), key)
+            if id(child) not in keys:
+                keys[id(child)] = len(alive)
+                alive.append(child)
+                stack.append(child)
+            edge = (keys[id(child)], key)
             if edge not in edges:
                 edges.append(edge)
-            if id(child) not in keep:
-                keep[id(child)] = child
-                stack.append(child)
-    return BackwardGraph(tuple(nodes), tuple(edges), id(tensor.grad_fn))
+    return BackwardGraph(tuple(sorted(nodes, key=lambda n: n.key)), tuple(edges), 0)
 
 
 def _op_name(fn: Any) -> str:

@@ -23,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted((ROOT / "examples").rglob("plot_*.py"))
 PYTHON = os.environ.get("EFFPT_READER_PYTHON", "")
-TIMEOUT_S = 600
+# Spawned workers re-import torch; on a busy 2-core machine a data page took 500 s.
+TIMEOUT_S = 900
 #: Pages whose code starts processes (DataLoader workers, distributed ranks).
 STARTS_PROCESSES = re.compile(r"num_workers\s*=\s*[1-9a-z]|multiprocessing|torch\.distributed")
 START_METHODS = ("fork", "forkserver", "spawn")

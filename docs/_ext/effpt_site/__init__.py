@@ -8,6 +8,8 @@
 * :mod:`effpt_site.page_checks`: checks that fail the build, and the freshness line.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
+* :mod:`effpt_site.i18n`: the Chinese edition's checks, coverage and this extension's
+  own strings in each language.
 * :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
 * :mod:`effpt_site.api`: minigalleries in the API reference, offline API names.
 * :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
@@ -27,6 +29,7 @@ from effpt_site import (
     cards,
     compat,
     exec_times,
+    i18n,
     images,
     measurements,
     page_checks,
@@ -42,6 +45,7 @@ def setup(app):
         cards,
         compat,
         exec_times,
+        i18n,
         images,
         measurements,
         page_checks,

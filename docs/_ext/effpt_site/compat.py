@@ -19,8 +19,10 @@ from pathlib import Path
 from docutils import nodes
 from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
+from sphinx.addnodes import pending_xref
 from sphinx.util.nodes import nested_parse_with_titles
 
+from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages
 
 #: Volatile parts of printed output, replaced before outputs are compared.
@@ -66,7 +68,7 @@ def load_matrix(srcdir: str | Path) -> list[dict]:
     return sorted(runs, key=lambda run: _version_key(run["torch"]))
 
 
-def badge_text(runs: list[dict], stem: str) -> str:
+def badge_text(runs: list[dict], stem: str, language: str = "en") -> str:
     """One line for a page: the torch versions the matrix ran it on, and the outcome.
 
     Examples
@@ -75,6 +77,8 @@ def badge_text(runs: list[dict], stem: str) -> str:
     ...         for v, ok in [("2.6.0", True), ("2.13.0", True), ("2.15.0", True)]]
     >>> badge_text(runs, "plot_a")
     'Verified on torch 2.6.0, 2.13.0 and 2.15.0'
+    >>> badge_text(runs, "plot_a", "zh_CN")
+    '已在 torch 2.6.0、2.13.0 和 2.15.0 上验证'
     >>> runs[1]["pages"]["plot_a"]["ok"] = False
     >>> badge_text(runs, "plot_a")
     'Verified on torch 2.6.0 and 2.15.0; failed on 2.13.0'
@@ -83,17 +87,48 @@ def badge_text(runs: list[dict], stem: str) -> str:
     """
     ran = [(run["torch"], run["pages"][stem]["ok"]) for run in runs if stem in run["pages"]]
     if not ran:
-        return "Not yet run by the torch matrix"
+        return translate(language, "Not yet run by the torch matrix")
 
     def listed(versions: list[str]) -> str:
-        return (
-            versions[0] if len(versions) == 1 else f"{', '.join(versions[:-1])} and {versions[-1]}"
-        )
+        if len(versions) == 1:
+            return versions[0]
+        comma, also = translate(language, ", "), translate(language, " and ")
+        return f"{comma.join(versions[:-1])}{also}{versions[-1]}"
 
     passed = [v for v, ok in ran if ok]
     failed = [v for v, ok in ran if not ok]
-    text = f"Verified on torch {listed(passed)}" if passed else "Not verified on any torch"
-    return f"{text}; failed on {listed(failed)}" if failed else text
+    if passed:
+        text = translate(language, "Verified on torch {versions}", versions=listed(passed))
+    else:
+        text = translate(language, "Not verified on any torch")
+    if failed:
+        text += translate(language, "; ") + translate(
+            language, "failed on {versions}", versions=listed(failed)
+        )
+    return text
+
+
+class BadgeDirective(Directive):
+    """A gallery page's torch badge, linking to the compatibility page."""
+
+    required_arguments = 1
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        language = language_of(env.app)
+        stem = self.arguments[0]
+        for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
+            env.note_dependency(str(path))
+        paragraph = nodes.paragraph(classes=["effpt-badge"])
+        paragraph += nodes.Text(badge_text(load_matrix(env.srcdir), stem, language) + " (")
+        ref = pending_xref(
+            "", refdomain="std", reftype="doc", reftarget="/compatibility", refexplicit=True
+        )
+        ref += nodes.inline(text=translate(language, "compatibility"))
+        paragraph += ref
+        paragraph += nodes.Text(")")
+        return [paragraph]
 
 
 def _details(summary: str, body: str) -> list[str]:
@@ -121,22 +156,27 @@ class CompatibilityDirective(Directive):
 
     def run(self):
         env = self.state.document.settings.env
+        language = language_of(env.app)
+
+        def t(text: str, **values: object) -> str:
+            return translate(language, text, **values)
+
         runs = load_matrix(env.srcdir)
         for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
             env.note_dependency(str(path))
         if not runs:
-            return [nodes.paragraph(text="The torch matrix has not been run for this copy.")]
+            return [nodes.paragraph(text=t("The torch matrix has not been run for this copy."))]
         pages = example_pages(env.app)
         versions = [run["torch"] for run in runs]
         lines = [
-            ".. list-table:: The matrix runs",
+            f".. list-table:: {t('The matrix runs')}",
             "   :header-rows: 1",
             "",
             "   * - torch",
-            "     - Run on",
-            "     - Date",
-            "     - Pages that ran",
-            "     - Unit tests",
+            f"     - {t('Run on')}",
+            f"     - {t('Date')}",
+            f"     - {t('Pages that ran')}",
+            f"     - {t('Unit tests')}",
         ]
         for run in runs:
             ok = sum(page["ok"] for page in run["pages"].values())
@@ -146,16 +186,21 @@ class CompatibilityDirective(Directive):
                 f"   * - {run['torch']}",
                 f"     - {run['machine']}, Python {run['python']}",
                 f"     - {run['date']}",
-                f"     - {ok} of {len(run['pages'])}",
-                f"     - {units['tests'] - bad - units['skipped']} passed, {bad} failed"
-                + (f", {units['skipped']} skipped" if units["skipped"] else ""),
+                f"     - {t('{ok} of {total}', ok=ok, total=len(run['pages']))}",
+                "     - "
+                + t(
+                    "{passed} passed, {failed} failed",
+                    passed=units["tests"] - bad - units["skipped"],
+                    failed=bad,
+                )
+                + (t(", {skipped} skipped", skipped=units["skipped"]) if units["skipped"] else ""),
             ]
         lines += [
             "",
-            ".. list-table:: Each page on each torch (✓ ran, ✗ failed; warnings raised)",
+            f".. list-table:: {t('Each page on each torch (✓ ran, ✗ failed; warnings raised)')}",
             "   :header-rows: 1",
             "",
-            "   * - Page",
+            f"   * - {t('Page')}",
             *(f"     - {v}" for v in versions),
         ]
         for stem, docname in pages.items():
@@ -163,13 +208,13 @@ class CompatibilityDirective(Directive):
             for run in runs:
                 page = run["pages"].get(stem)
                 if page is None:
-                    lines.append("     - not run")
+                    lines.append(f"     - {t('not run')}")
                     continue
                 mark = "✓" if page["ok"] else "✗"
                 count = len(page["warnings"])
-                lines.append(
-                    f"     - {mark}" + (f" ({count} warning{'s' * (count != 1)})" if count else "")
-                )
+                warned = t(" ({count} warnings)", count=count) if count > 1 else ""
+                warned = t(" (1 warning)") if count == 1 else warned
+                lines.append(f"     - {mark}{warned}")
         for stem, docname in pages.items():
             ran = [run for run in runs if stem in run["pages"]]
             if not ran:
@@ -178,7 +223,9 @@ class CompatibilityDirective(Directive):
             for run in ran:
                 page = run["pages"][stem]
                 if not page["ok"]:
-                    lines += _details(f"torch {run['torch']}: failed", page["error"] or "")
+                    lines += _details(
+                        t("torch {version}: failed", version=run["torch"]), page["error"] or ""
+                    )
                 for warning in page["warnings"]:
                     text = f"{warning['category']}: {warning['message']} ({warning['where']})"
                     lines += _details(f"torch {run['torch']}: {warning['category']}", text)
@@ -188,7 +235,12 @@ class CompatibilityDirective(Directive):
                 if diff:
                     changes += 1
                     lines += _details(
-                        f"Output changed from torch {old['torch']} to {new['torch']}", diff
+                        t(
+                            "Output changed from torch {old} to {new}",
+                            old=old["torch"],
+                            new=new["torch"],
+                        ),
+                        diff,
                     )
             if not changes and len(ran) > 1:
                 lines += [
@@ -198,8 +250,9 @@ class CompatibilityDirective(Directive):
                 ]
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="compatibility"), container)
-        return container.children
+        return freeze(container).children
 
 
 def setup(app) -> None:
     app.add_directive("effpt-compatibility", CompatibilityDirective)
+    app.add_directive("effpt-badge", BadgeDirective)

@@ -13,6 +13,7 @@ from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx.util.nodes import nested_parse_with_titles
 
+from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages, generated_dir
 
 
@@ -23,6 +24,11 @@ class ExecutionTimesDirective(Directive):
 
     def run(self):
         app = self.state.document.settings.env.app
+        language = language_of(app)
+
+        def t(text: str, **values: object) -> str:
+            return translate(language, text, **values)
+
         generated = generated_dir(app)
         memory = bool(app.config.effpt_memory_measured)
         rows, totals = [], {}
@@ -36,32 +42,35 @@ class ExecutionTimesDirective(Directive):
             rows.append((data["time"], data.get("memory", 0.0), family, stem, docname))
             totals[family] = totals.get(family, 0.0) + data["time"]
         if not rows:
-            return [nodes.paragraph(text="No example has been executed in this build tree.")]
+            return [nodes.paragraph(text=t("No example has been executed in this build tree."))]
         rows.sort(reverse=True)
         total = sum(totals.values())
         slowest = rows[0]
         lines = [
-            (
-                f"The whole gallery ran in **{total:.1f} s**; the slowest page is "
-                f":doc:`/{slowest[4]}` at **{slowest[0]:.1f} s**."
+            t(
+                "The whole gallery ran in **{total} s**; the slowest page is {page} "
+                "at **{seconds} s**.",
+                total=f"{total:.1f}",
+                page=f":doc:`/{slowest[4]}`",
+                seconds=f"{slowest[0]:.1f}",
             ),
             "",
         ]
         if not memory:
             lines += [
-                (
+                t(
                     "This build ran on a CPU, where a page's own peak memory cannot be told "
                     "apart from the memory of the whole build process, so none is shown."
                 ),
                 "",
             ]
         lines += [
-            ".. list-table:: Per family",
+            f".. list-table:: {t('Per family')}",
             "   :header-rows: 1",
             "",
-            "   * - Family",
-            "     - Pages",
-            "     - Total",
+            f"   * - {t('Family')}",
+            f"     - {t('Pages')}",
+            f"     - {t('Total')}",
         ]
         for family in app.config.effpt_families:
             if family in totals:
@@ -73,21 +82,21 @@ class ExecutionTimesDirective(Directive):
                 ]
         lines += [
             "",
-            ".. list-table:: Per page, slowest first",
+            f".. list-table:: {t('Per page, slowest first')}",
             "   :header-rows: 1",
             "",
-            "   * - Page",
-            "     - Time",
+            f"   * - {t('Page')}",
+            f"     - {t('Time')}",
         ]
         if memory:
-            lines.append("     - Peak GPU memory")
+            lines.append(f"     - {t('Peak GPU memory')}")
         for seconds, mib, _family, _stem, docname in rows:
             lines += [f"   * - :doc:`/{docname}`", f"     - {seconds:.1f} s"]
             if memory:
                 lines.append(f"     - {mib:.0f} MiB")
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="times"), container)
-        return container.children
+        return freeze(container).children
 
 
 def setup(app) -> None:

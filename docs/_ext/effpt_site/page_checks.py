@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from docutils.parsers.rst import Directive, directives
 from sphinx.errors import ExtensionError
 
 import effpt
-from effpt_site.compat import badge_text, load_matrix
+from effpt_site.i18n import language_of, translate
 from effpt_site.layout import STAMP_SUFFIX, example_pages, examples_dir, generated_dir
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
@@ -81,35 +82,33 @@ def check_not_failed(app, script: Path, docname: str) -> None:
 
 _IMAGE = re.compile(r"^\.\. image-sg:: (\S+)", re.MULTILINE)
 _TIME = re.compile(r"\*\*Total running time of the script:\*\* \(.*\)")
-_MEMORY = re.compile(r"\*\*Estimated memory usage:\*\* +(\S+) MB")
+_MEMORY = re.compile(r"\*\*Estimated memory usage:\*\* +(\S+) MB\n*")
 
 
 _TITLE = re.compile(r"^\.\. _sphx_glr_.*:\n\n+[^\n]+\n=+\n", re.MULTILINE)
 
 
-def add_badge(text: str, badge: str) -> str:
+def add_badge(text: str, stem: str) -> str:
     r"""Put the page's torch-matrix line right under its title.
 
     Examples
     --------
     >>> page = ".. _sphx_glr_x.py:\n\n\nTitle\n=====\n\nIntro.\n"
-    >>> print(add_badge(page, "Verified on torch 2.13.0"))  # doctest: +NORMALIZE_WHITESPACE
+    >>> print(add_badge(page, "plot_x"))  # doctest: +NORMALIZE_WHITESPACE
     .. _sphx_glr_x.py:
     <BLANKLINE>
     <BLANKLINE>
     Title
     =====
     <BLANKLINE>
-    .. rst-class:: effpt-badge
-    <BLANKLINE>
-    Verified on torch 2.13.0 (:doc:`compatibility </compatibility>`)
+    .. effpt-badge:: plot_x
     <BLANKLINE>
     Intro.
     """
     match = _TITLE.search(text)
     if match is None:
         return text
-    block = f"\n.. rst-class:: effpt-badge\n\n{badge} (:doc:`compatibility </compatibility>`)\n"
+    block = f"\n.. effpt-badge:: {stem}\n"
     return text[: match.end()] + block + text[match.end() :]
 
 
@@ -121,7 +120,7 @@ def freshness(app, docname: str, source: list[str]) -> None:
     stem = pages[docname]
     script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
     check_example_source(script)
-    text = add_badge(source[0], badge_text(load_matrix(app.srcdir), stem))
+    text = add_badge(source[0], stem)
     source[0] = text
     for image in _IMAGE.findall(text):
         check_image(Path(app.srcdir) / image.lstrip("/"), docname)
@@ -143,19 +142,70 @@ def freshness(app, docname: str, source: list[str]) -> None:
         )
         raise ExtensionError(msg)
     stamp_file = generated_dir(app) / "_records" / f"{stem}{STAMP_SUFFIX}"
+    options = {}
     if stem in not_executed:
-        line = f"*Not executed in this build: {not_executed[stem]}*"
+        options["reason"] = not_executed[stem]
     elif stamp_file.is_file():
         stamp = json.loads(stamp_file.read_text(encoding="utf-8"))
-        line = f"*Executed {stamp['executed_at']} on {stamp['machine']} in {seconds:.1f} s.*"
+        options.update(
+            when=stamp["executed_at"], machine=stamp["machine"], seconds=f"{seconds:.1f}"
+        )
     else:
         msg = f"{docname}: executed without the site's gallery hook (no {stamp_file.name})"
         raise ExtensionError(msg)
-    # sphinx-gallery's label is vague; on CUDA the figure is torch's allocator peak.
-    text = _MEMORY.sub(r"**Peak GPU memory allocated by torch:** \1 MiB", text)
-    block = f"\n\n.. rst-class:: effpt-stamp\n\n{line}\n"
+    memory = _MEMORY.search(text)
+    if memory:
+        options["memory"] = memory.group(1)
+    # sphinx-gallery's own lines change with every run; the stamp directive says the same
+    # in the reader's language without making them messages to translate.
+    text = _MEMORY.sub("", text)
+    block = "\n\n.. effpt-stamp::\n" + "".join(f"   :{k}: {v}\n" for k, v in options.items())
     match = _TIME.search(text)
-    source[0] = text[: match.end()] + block + text[match.end() :] if match else text + block
+    source[0] = text[: match.start()] + block + text[match.end() :] if match else text + block
+
+
+class StampDirective(Directive):
+    """When, where and how long a gallery page ran, in the build's language.
+
+    Its text is made here, not parsed from the page, so it is never offered to
+    translators as a message (it changes with every run).
+    """
+
+    has_content = False
+    option_spec = {  # noqa: RUF012  (docutils' interface)
+        "when": directives.unchanged,
+        "machine": directives.unchanged,
+        "seconds": directives.unchanged,
+        "memory": directives.unchanged,
+        "reason": directives.unchanged,
+    }
+
+    def run(self):
+        language = language_of(self.state.document.settings.env.app)
+        opts = self.options
+        if "reason" in opts:
+            lines = [
+                translate(language, "Not executed in this build: {reason}", reason=opts["reason"])
+            ]
+        else:
+            lines = [
+                translate(
+                    language,
+                    "Executed {when} on {machine} in {seconds} s.",
+                    when=opts["when"],
+                    machine=opts["machine"],
+                    seconds=opts["seconds"],
+                )
+            ]
+        if "memory" in opts:
+            lines.append(
+                translate(
+                    language, "Peak GPU memory allocated by torch: {mib} MiB.", mib=opts["memory"]
+                )
+            )
+        paragraph = nodes.paragraph(classes=["effpt-stamp"])
+        paragraph += nodes.emphasis(text=" ".join(lines))
+        return [paragraph]
 
 
 def forbid_math(app, doctree) -> None:
@@ -171,5 +221,6 @@ def forbid_math(app, doctree) -> None:
 
 def setup(app) -> None:
     app.add_config_value("effpt_not_executed", {}, "env")
+    app.add_directive("effpt-stamp", StampDirective)
     app.connect("source-read", freshness)
     app.connect("doctree-read", forbid_math)
