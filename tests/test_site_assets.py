@@ -305,13 +305,6 @@ def test_family_picture_prefers_the_first_page_that_drew(tmp_path):
     assert picture.name == "sphx_glr_plot_b_thumb.png"
 
 
-def test_page_title_needs_a_docstring(tmp_path):
-    script = tmp_path / "plot_x.py"
-    script.write_text("x = 1\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"plot_x\.py has no docstring"):
-        cards.page_title(script)
-
-
 # -- the build stamp (docs/conf.py) --------------------------------------------------------
 
 

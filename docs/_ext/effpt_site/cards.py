@@ -8,7 +8,6 @@ page, as its title does.
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from docutils import nodes
@@ -25,25 +24,6 @@ from effpt_site.layout import family_dirs, generated_dir, header_title_and_intro
 PICTURE_PX = 160
 
 
-def page_title(script: Path) -> str:
-    r"""A gallery page's title: the first line of its script's docstring.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> script = pathlib.Path(tempfile.mkdtemp()) / "plot_x.py"
-    >>> _ = script.write_text("'''\nTime code honestly\n==================\n\nWhy.\n'''\n")
-    >>> page_title(script)
-    'Time code honestly'
-    """
-    docstring = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
-    lines = [line.strip() for line in docstring.splitlines() if line.strip()]
-    if not lines:
-        msg = f"{script} has no docstring: its first line is the page's title"
-        raise ValueError(msg)
-    return lines[0]
-
-
 def doc_link(docname: str, text: str, refdoc: str) -> addnodes.pending_xref:
     """A link to ``docname`` reading ``text``, resolved like the ``:doc:`` role."""
     return addnodes.pending_xref(
@@ -58,19 +38,34 @@ def doc_link(docname: str, text: str, refdoc: str) -> addnodes.pending_xref:
     )
 
 
-def page_link(state, env, docname: str, title: str, lineno: int) -> nodes.Node:
-    """A link to a gallery page whose text is its title, reST markup rendered.
+class page_title_link(nodes.Inline, nodes.Element):
+    """A link to the page ``docname`` reading its title, filled in once every page is read."""
 
-    Titles hold inline markup (````torch.func.vmap````), which the ``:doc:`` role would
-    flatten; the link is built to the page's output file instead, and a page that does
-    not exist fails the build.
+
+def page_link(env, docname: str) -> page_title_link:
+    """A link to a gallery page whose text is its title as the page shows it.
+
+    The title is taken from the built page (so inline markup such as
+    ````torch.func.vmap```` renders, and a translated edition shows its translation)
+    when the doctree is resolved; a page that does not exist fails the build.
     """
     if docname not in env.found_docs:
         msg = f"the landing page lists {docname!r}, which is not a page of this build"
         raise ExtensionError(msg)
-    text, messages = state.inline_text(title, lineno)
-    uri = env.app.builder.get_relative_uri(env.docname, docname)
-    return nodes.reference("", "", *text, *messages, refuri=uri, internal=True)
+    return page_title_link(docname=docname)
+
+
+def resolve_page_titles(app, doctree, docname) -> None:
+    """doctree-resolved hook: turn each :class:`page_title_link` into a titled link."""
+    for node in list(doctree.findall(page_title_link)):
+        target = node["docname"]
+        title = app.env.titles.get(target)
+        if title is None:
+            msg = f"{docname}: no title known for {target!r}"
+            raise ExtensionError(msg)
+        uri = app.builder.get_relative_uri(docname, target)
+        link = nodes.reference("", "", *title.deepcopy().children, refuri=uri, internal=True)
+        node.replace_self(link)
 
 
 def family_picture(images: Path, order: list[str]) -> Path | None:
@@ -124,8 +119,7 @@ class FamiliesDirective(Directive):
                 env.note_dependency(str(script))
                 item = nodes.list_item()
                 line = nodes.paragraph()
-                page = f"{gallery}/{folder.name}/{Path(name).stem}"
-                line += page_link(self.state, env, page, page_title(script), self.lineno)
+                line += page_link(env, f"{gallery}/{folder.name}/{Path(name).stem}")
                 item += line
                 lessons += item
             card += lessons
@@ -135,3 +129,5 @@ class FamiliesDirective(Directive):
 
 def setup(app) -> None:
     app.add_directive("effpt-families", FamiliesDirective)
+    app.add_node(page_title_link)
+    app.connect("doctree-resolved", resolve_page_titles)

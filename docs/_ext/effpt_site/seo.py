@@ -119,6 +119,19 @@ def write_sitemap(app, exception) -> None:
     logger.info("effpt: sitemap.xml lists %d pages", len(urls))
 
 
+def base_for_language(app, config) -> None:  # noqa: ARG001  (the event's signature)
+    """config-inited hook: a translated edition lives in its language's folder of the site.
+
+    ``nox -s docs`` builds the Chinese edition with ``-D language=zh_CN`` into
+    ``zh_CN/``; its canonical links and sitemap name that folder.
+    """
+    language = config.language or "en"
+    base = config.html_baseurl
+    if base and language != "en" and not base.rstrip("/").endswith(language):
+        config.html_baseurl = base.rstrip("/") + f"/{language}/"
+
+
 def setup(app) -> None:
+    app.connect("config-inited", base_for_language)
     app.connect("html-page-context", add_description)
     app.connect("build-finished", write_sitemap)
