@@ -287,6 +287,12 @@ def test_img_tag_offers_candidates_by_width():
     assert 'alt="a &quot;plot&quot;"' in tag
 
 
+def test_a_decorative_picture_keeps_its_empty_alt():
+    tag = images.img_tag([("t.png", 160)], 0.7, 160, sizes="160px", alt="")
+    assert 'alt=""' in tag
+    assert 'class="' not in tag
+
+
 def test_resized_writes_once(tmp_path):
     from PIL import Image
 

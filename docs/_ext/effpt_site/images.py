@@ -76,7 +76,10 @@ def img_tag(candidates: list[tuple[str, int]], height_ratio: float, shown_px: in
         "decoding": "async",
         **attrs,
     }
-    text = " ".join(f'{k}="{html.escape(v, quote=True)}"' for k, v in fields.items() if v)
+    # An empty alt marks a decorative picture and must be written; other empty fields not.
+    text = " ".join(
+        f'{k}="{html.escape(v, quote=True)}"' for k, v in fields.items() if v or k == "alt"
+    )
     return f"<img {text} />"
 
 
