@@ -242,7 +242,7 @@ def main() -> int:
         action="store_true",
         help="use Lighthouse's fixed 4x CPU slowdown instead of one fitted to this host",
     )
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     site: Path = args.site
     if not (site / "index.html").is_file():
         print(f"no built site in {site}: run `nox -s docs` first")
