@@ -187,7 +187,9 @@ return Array.from(document.querySelectorAll('#search-results a'))
 
 def _pages(site: Path) -> list[Path]:
     picks = [site / "index.html", site / "measurements.html", site / "api" / "index.html"]
-    picks += sorted((site / "auto_examples").glob("*/plot_*.html"))[:3]
+    gallery = sorted((site / "auto_examples").glob("*/plot_*.html"))
+    families = sorted({p.parent for p in gallery})[:3]
+    picks += [next(p for p in gallery if p.parent == family) for family in families]
     picks += sorted((site / "explanations").glob("*.html"))[:1]
     return [p for p in picks if p.is_file()]
 
