@@ -151,9 +151,9 @@ assert [m.split()[0] for m in messages] == ["invalid", "overflow", "invalid"], m
 # ------------------------------------
 # Between 1 and 2, float32 numbers are ``eps`` apart, so ``1 + eps/2`` lies exactly
 # halfway and rounds to the even neighbour, 1. Near float16's largest value, 65504, the
-# gap is 32: ``65504 + 15`` rounds back down, but ``65504 + 16`` lies halfway to a
-# number the format does not have, and it, like everything above it (70000), becomes
-# ``inf``. float16 overflows at 65520, not just past 65504.
+# gap is 32: ``65504 + 15`` rounds back down, but ``65504 + 16``, halfway to a number
+# the format does not have, becomes ``inf``, and so does everything above it, such as
+# 70000. float16 overflows from 65520 on, not from just above 65504.
 eps = torch.finfo(torch.float32).eps
 one = torch.tensor(1.0)
 print(f"float32: 1 + eps/2 == 1 is {(one + eps / 2 == one).item()}")
