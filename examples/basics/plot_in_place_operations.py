@@ -136,8 +136,9 @@ assert weight.is_leaf and torch.allclose(weight, torch.full_like(weight, 0.9))
 # ``p.data -= lr * p.grad``. It works, but ``.data`` also hides writes from the version
 # counter, so the check above never fires and backward computes a wrong gradient
 # silently. ``exp`` saves its output (the derivative of ``exp`` is ``exp``); doubling that
-# output through ``.data`` doubles the gradient. ``detach()`` shares the version counter,
-# so the same write through it is caught. Use ``detach()`` or ``no_grad`` instead.
+# output through ``.data`` doubles the gradient. :meth:`~torch.Tensor.detach` shares the
+# version counter, so the same write through it is caught. Use ``detach()`` or
+# ``no_grad`` instead.
 x = torch.tensor([0.0, 1.0, 2.0], device=device, requires_grad=True)
 y = x.exp()
 y.data.mul_(2)
