@@ -206,12 +206,13 @@ assert after_100["peak"] < 0.8 and after_100["inside"] < 0.6, after_100
 # Timing one training step
 # ------------------------
 # :func:`effpt.bench.compare` times one SGD step of all hundred networks each way, after
-# a warm-up, repeating until the spread settles or its time budget runs out
-# (:doc:`/explanations/timing` says why). Both use the same SGD update; the loop runs its
-# dozen-odd small operations and an optimizer step once per network, ``vmap`` runs each
-# operation once, batched. The timed steps train the networks further, so a copy of the
-# stacked weights taken before is put back after (the loop's networks are not used
-# again). The verdict printed last is this machine's, with the interval it rests on.
+# a warm-up, repeating until the spread settles or its time budget runs out (the
+# :doc:`explanation of timing </explanations/timing>` says why). Both use the same SGD
+# update; the loop runs its dozen-odd small operations and an optimizer step once per
+# network, ``vmap`` runs each operation once, batched. The timed steps train the networks
+# further, so a copy of the stacked weights taken before is put back after (the loop's
+# networks are not used again). The verdict printed last is this machine's, with the
+# interval it rests on.
 from effpt.bench import compare, speedup, synchronize
 
 before_timing = {name: p.detach().clone() for name, p in params.items()}

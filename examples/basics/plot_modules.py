@@ -16,10 +16,10 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_mo
 # ----------------------------
 # Wrapping a tensor in :class:`torch.nn.Parameter` and assigning it to the module
 # registers it: :meth:`~torch.nn.Module.parameters` finds it, and it requires gradients.
-# Moving the module afterwards is safe, unlike the ``.to()`` that loses a leaf on the
-# autograd page: :meth:`Module.to() <torch.nn.Module.to>` moves each parameter's data in
-# place, so the parameters stay the leaves the optimizer holds. The data are noisy samples
-# of ``y = 5x + 3``.
+# Moving the module afterwards is safe, unlike the ``.to()`` that loses a leaf on
+# :doc:`the autograd page <plot_autograd>`: :meth:`Module.to() <torch.nn.Module.to>`
+# moves each parameter's data in place, so every parameter stays the same leaf tensor,
+# the one an optimizer will be given. The data are noisy samples of ``y = 5x + 3``.
 import torch
 
 from effpt.device import describe, pick_device
