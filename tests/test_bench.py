@@ -208,3 +208,17 @@ def test_compare_prints_verdicts_and_saves_quartiles(capsys, monkeypatch, tmp_pa
     saved = json.loads(path.read_text().splitlines()[1])
     assert saved["q1_s"] <= saved["median_s"] <= saved["q3_s"]
     assert saved["repeats"] == 5
+
+
+def test_compare_takes_turns_so_load_drift_hits_every_variant():
+    calls = []
+    bench.compare(
+        "t",
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+        device="cpu",
+        repeats=4,
+        number=1,
+        warmup=0,
+        show=False,
+    )
+    assert calls == ["a", "b"] * 4

@@ -263,3 +263,77 @@ def test_batch_gather_from_empty_rows():
     assert batch_gather(x, torch.zeros(2, 0, dtype=torch.long)).shape == (2, 0, 3)
     with pytest.raises(IndexError, match="no rows to pick from"):
         batch_gather(x, torch.zeros(2, 1, dtype=torch.long))
+
+
+# -- narrow index dtypes and far-away points (issue 16) ----------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.uint8])
+def test_batch_gather_narrow_index_dtypes_match_the_loop(dtype):
+    # Rows longer than the index dtype can count: the bounds and the negative-index
+    # arithmetic must not run in the index's own dtype, where they overflow.
+    n = 70_000
+    x = torch.arange(3 * n, dtype=torch.float64).reshape(3, n)  # (batch, n)
+    info = torch.iinfo(dtype)
+    values = [0, 1, min(info.max, n - 1), *([-1, max(info.min, -n)] if info.min < 0 else [])]
+    index = torch.tensor([values] * 3, dtype=dtype)  # (batch, k)
+    expected = naive_batch_gather(x, index.long())
+    assert torch.equal(batch_gather(x, index), expected)
+
+
+def test_batch_gather_int16_minus_one_on_long_rows():
+    n = 70_000
+    x = torch.arange(2 * n).reshape(2, n)
+    index = torch.full((2, 1), -1, dtype=torch.int16)
+    assert batch_gather(x, index).flatten().tolist() == [n - 1, 2 * n - 1]
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int16])
+def test_batch_gather_narrow_index_within_short_rows(dtype):
+    # 100 < n = 200, but 200 does not fit in int8: the bound must not wrap around.
+    x = torch.arange(2 * 200).reshape(2, 200)
+    index = torch.tensor([[100], [127]], dtype=dtype)
+    assert batch_gather(x, index).flatten().tolist() == [100, 327]
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16])
+def test_batch_gather_narrow_index_out_of_range_still_raises(dtype):
+    x = torch.zeros(2, 3)
+    with pytest.raises(IndexError):
+        batch_gather(x, torch.tensor([[0], [-4]], dtype=dtype))
+    with pytest.raises(IndexError):
+        batch_gather(x, torch.tensor([[3], [0]], dtype=dtype))
+
+
+def test_uniformity_float32_far_from_the_origin():
+    # The loss depends only on distances, so shifting every point by the same vector
+    # must not change it, even in float32.
+    gen = torch.Generator().manual_seed(0)
+    unit = torch.nn.functional.normalize(
+        torch.randn(256, 3, generator=gen, dtype=torch.float64), dim=1
+    )
+    for shift in (0.0, 1000.0, -3e4):
+        x = (unit + shift).float()  # what a float32 user holds
+        reference = naive_uniformity(x.double(), 2.0).item()  # exact for that input
+        assert uniformity_loss(x, 2.0).item() == pytest.approx(reference, abs=1e-4), shift
+
+
+def test_uniformity_shift_invariant_in_float64():
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(64, 5, generator=gen, dtype=torch.float64)
+    torch.testing.assert_close(uniformity_loss(x + 1e6), uniformity_loss(x), rtol=0, atol=1e-6)
+
+
+def test_batch_gather_uint64_beyond_int64_is_out_of_range():
+    # 2**64 - 1 wraps to -1 when converted to int64; as an unsigned index it is far out
+    # of range and must raise, not read the last row.
+    x = torch.arange(6.0).reshape(2, 3)
+    index = torch.tensor([[2**64 - 1], [0]], dtype=torch.uint64)
+    with pytest.raises(IndexError):
+        batch_gather(x, index)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_batch_gather_wide_unsigned_index_dtypes(dtype):
+    x = torch.arange(6.0).reshape(2, 3)
+    assert batch_gather(x, torch.tensor([[1], [2]], dtype=dtype)).flatten().tolist() == [1.0, 5.0]

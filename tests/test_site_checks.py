@@ -197,3 +197,11 @@ def test_compat_matrix_sorts_versions_and_diffs_only_real_changes(tmp_path):
     assert [r["torch"] for r in runs] == ["2.6.0", "2.13.0", "2.15.0"]
     assert compat._diff(runs[0], runs[1], "plot_a") == ""  # only timings changed
     assert "-loss 0.25\n+loss 0.26" in compat._diff(runs[1], runs[2], "plot_a")
+
+
+def test_an_optional_claim_whose_fast_variant_did_not_run_is_not_measured(monkeypatch):
+    claim = measurements.Claim("claim", "a source", "cpu", "plot_a", "t", "slow", "fast", 2.0, True)
+    monkeypatch.setattr(measurements, "CLAIMS", [claim])
+    rows = _rows(("t", "slow", 1.0, 0.99, 1.01))
+    text = "\n".join(measurements.claim_lines(rows))
+    assert "not measured: fast did not run on x86_64 CPU" in text

@@ -187,37 +187,56 @@ def time_callable(
         msg = f"fn must be callable, got {type(fn).__name__}"
         raise TypeError(msg)
     dev = pick_device() if device is None else torch.device(device)
+    number = _warm_up(fn, dev, warmup, number, min_block_s)
+    per_call: list[float] = []
+    began = time.perf_counter()
+    while not _enough([per_call], repeats, began, budget_s, target_spread, number):
+        per_call.append(_block(fn, dev, number))
+    return Timing(per_call=tuple(per_call), number=number)
 
+
+def _warm_up(
+    fn: Callable[[], Any], dev: torch.device, warmup: int, number: int | None, min_block_s: float
+) -> int:
+    """Run the warm-up calls; return ``number``, choosing it when it is None."""
     for _ in range(warmup):
         fn()
     synchronize(dev)
+    if number is not None:
+        return number
+    start = time.perf_counter()
+    fn()
+    synchronize(dev)
+    one = max(time.perf_counter() - start, 1e-9)
+    return max(1, min(100_000, math.ceil(min_block_s / one)))
 
-    if number is None:
-        start = time.perf_counter()
+
+def _block(fn: Callable[[], Any], dev: torch.device, number: int) -> float:
+    """Seconds per call of one block of ``number`` calls between two synchronizations."""
+    synchronize(dev)
+    start = time.perf_counter()
+    for _ in range(number):
         fn()
-        synchronize(dev)
-        one = max(time.perf_counter() - start, 1e-9)
-        number = max(1, min(100_000, math.ceil(min_block_s / one)))
+    synchronize(dev)
+    return (time.perf_counter() - start) / number
 
-    per_call: list[float] = []
-    began = time.perf_counter()
-    while True:
-        synchronize(dev)
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        synchronize(dev)
-        per_call.append((time.perf_counter() - start) / number)
-        if repeats is not None:
-            if len(per_call) == repeats:
-                break
-        elif len(per_call) >= MIN_REPEATS and (
-            Timing(tuple(per_call), number).spread <= target_spread
-            or time.perf_counter() - began >= budget_s
-            or len(per_call) >= MAX_REPEATS
-        ):
-            break
-    return Timing(per_call=tuple(per_call), number=number)
+
+def _enough(
+    samples: list[list[float]],
+    repeats: int | None,
+    began: float,
+    budget_s: float,
+    target_spread: float,
+    number: int = 1,
+) -> bool:
+    """Whether every list of samples is complete (see :func:`time_callable`)."""
+    done = min(len(s) for s in samples)
+    if repeats is not None:
+        return done >= repeats
+    if done < MIN_REPEATS:
+        return False
+    quiet = all(Timing(tuple(s), number).spread <= target_spread for s in samples)
+    return quiet or time.perf_counter() - began >= budget_s or done >= MAX_REPEATS
 
 
 def compare(
@@ -235,7 +254,12 @@ def compare(
 ) -> list[Record]:
     """Time every variant of ``task``, print speed-ups with their verdicts, return records.
 
-    ``baseline`` names the variant the others are compared with (default: the first).
+    The variants take turns: each round times one block of every variant, so a change
+    in the machine's load during the comparison falls on all of them alike, and rounds
+    continue (at least :data:`MIN_REPEATS`) until every variant's spread is within
+    ``target_spread`` or ``budget_s`` per variant is spent. ``repeats`` fixes the number
+    of rounds instead. ``baseline`` names the variant the others are compared with
+    (default: the first).
     Arguments are checked before anything runs; a variant that raises stops the
     comparison with a :class:`VariantError` naming it. Records are appended to the file
     named by ``$EFFPT_RECORDS_FILE`` when it is set (the site's build sets it).
@@ -273,21 +297,24 @@ def compare(
     _check_timing_args(repeats, warmup, number, 0.02, budget_s, target_spread)
     dev = pick_device() if device is None else torch.device(device)
     machine = describe(dev)
+    names = list(variants)
+    numbers, samples = {}, {name: [] for name in names}
+    began = time.perf_counter()
+    try:
+        for name in names:
+            numbers[name] = _warm_up(variants[name], dev, warmup, number, 0.02)
+        # Round robin: one block of each variant per round, so that a change in the
+        # machine's load during the comparison hits every variant alike.
+        budget = budget_s * len(names)
+        while not _enough(list(samples.values()), repeats, began, budget, target_spread):
+            for name in names:
+                samples[name].append(_block(variants[name], dev, numbers[name]))
+    except Exception as exc:
+        msg = f"variant {name!r} of task {task!r} raised {type(exc).__name__}: {exc}"
+        raise VariantError(msg) from exc
     records = []
-    for name, fn in variants.items():
-        try:
-            timing = time_callable(
-                fn,
-                device=dev,
-                repeats=repeats,
-                warmup=warmup,
-                number=number,
-                budget_s=budget_s,
-                target_spread=target_spread,
-            )
-        except Exception as exc:
-            msg = f"variant {name!r} of task {task!r} raised {type(exc).__name__}: {exc}"
-            raise VariantError(msg) from exc
+    for name in names:
+        timing = Timing(per_call=tuple(samples[name]), number=numbers[name])
         records.append(
             Record(
                 task=task,

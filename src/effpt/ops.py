@@ -39,8 +39,9 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     input : torch.Tensor
         Shape ``(batch, n, *rest)``.
     index : torch.Tensor
-        Integer tensor of shape ``(batch, *k)`` with values in ``[-n, n)``; negative
-        values count from the end, as in Python.
+        Integer tensor of any integer dtype (signed or unsigned, 8 to 64 bits), shape
+        ``(batch, *k)``, with values in ``[-n, n)``; negative values count from the
+        end of their own row, as in Python.
 
     Returns
     -------
@@ -65,6 +66,10 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     tensor([[ 0,  3],
             [ 5,  5],
             [11, 10]])
+    >>> batch_gather(x, torch.tensor([[-1], [0], [3]], dtype=torch.int8))  # any integer dtype
+    tensor([[ 3],
+            [ 4],
+            [11]])
     >>> batch_gather(x, torch.zeros(2, 1, dtype=torch.long))
     Traceback (most recent call last):
     ...
@@ -94,13 +99,17 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
             f"got shape {tuple(index.shape)}"
         )
         raise IndexError(msg)
+    # The bounds and the negative-index arithmetic run in int64: in the index's own
+    # dtype (int8, int16, uint8, int32) ``n``, ``-n`` or ``index + n`` can overflow.
+    unsigned = not index.dtype.is_signed
+    index = index.long()  # uint64 values of 2**63 or more turn negative here
     flat = input.reshape(batch * n, *input.shape[2:])  # (batch * n, *rest)
     offset = torch.arange(batch, device=input.device) * n  # (batch,)
     offset = offset.reshape(batch, *(1,) * (index.dim() - 1))  # (batch, 1, ..., 1)
     # Negative indices count from the end of their own row. An index outside [-n, n)
     # is sent past the end of ``flat``, so that index_select raises instead of quietly
     # reading a neighbouring row.
-    in_range = (index >= -n) & (index < n)
+    in_range = (index >= (0 if unsigned else -n)) & (index < n)
     flat_index = torch.where(in_range, index.remainder(max(n, 1)) + offset, batch * n)
     picked = flat.index_select(0, flat_index.flatten())  # (batch * k..., *rest)
     return picked.reshape(*index.shape, *input.shape[2:])  # (batch, *k, *rest)
@@ -178,6 +187,12 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
     to ``torch.pdist(x).pow(2).mul(-t).exp().mean().log()``, and much faster to
     differentiate than :func:`torch.pdist`.
 
+    The points are centred first, so the result does not depend on where the cloud
+    sits: the same unit vectors shifted by 1000 give the same loss in float32. The
+    matrix-product form still loses digits on pairs much closer together than the
+    cloud is wide (their squared distance is a small difference of large numbers);
+    use float64 or :func:`torch.pdist` if those pairs dominate the loss.
+
     Parameters
     ----------
     x : torch.Tensor
@@ -195,6 +210,9 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
     --------
     >>> corners = torch.eye(3)         # every pair is sqrt(2) apart
     >>> round(uniformity_loss(corners, t=2.0).item(), 4)    # log exp(-2 * 2)
+    -4.0
+    >>> far = corners + 1000                 # only distances matter
+    >>> round(uniformity_loss(far, t=2.0).item(), 4)
     -4.0
     >>> uniformity_loss(torch.ones(1, 3))
     Traceback (most recent call last):
@@ -215,8 +233,16 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
         msg = f"t must be positive and finite, got {t!r}"
         raise ValueError(msg)
     n = x.shape[0]
+    # Only distances matter, so move the points' centre to the origin first: far from
+    # it, |x_i|² and |x_j|² are large and their difference with 2<x_i, x_j> cancels
+    # most of float32's digits. Far from the origin, subtracting the centre is exact.
+    x = x - x.mean(dim=0).detach()  # (n, features)
     sq_norms = x.pow(2).sum(dim=1)  # (n,)
-    sq_dist = sq_norms[:, None] + sq_norms[None, :] - 2 * (x @ x.T)  # (n, n)
-    pairs = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(diagonal=1)  # i < j
-    logits = (-t * sq_dist.clamp(min=0)).masked_fill(~pairs, -math.inf)
-    return torch.logsumexp(logits.flatten(), dim=0) - math.log(n * (n - 1) / 2)
+    # |x_i|² + |x_j|² - 2 <x_i, x_j> in one fused matrix product; rounding can leave
+    # tiny negative distances, hence the clamp.
+    sq_dist = torch.addmm(sq_norms[:, None] + sq_norms[None, :], x, x.T, alpha=-2)  # (n, n)
+    logits = sq_dist.clamp(min=0).mul(-t)
+    # Every pair appears twice off the diagonal (i, j and j, i) and never on it:
+    # log sum_{i != j} = log 2 + log sum_{i < j}, and there are n (n - 1) ordered pairs.
+    logits = logits.fill_diagonal_(-math.inf)
+    return torch.logsumexp(logits.flatten(), dim=0) - math.log(n * (n - 1))

@@ -100,6 +100,7 @@ MESSAGES: dict[str, dict[str, str]] = {
         "This build": "本次构建",
         "Met?": "是否成立",
         "not measured": "未测量",
+        "not measured: {variant} did not run on {machine}": "未测量：{variant} 未在 {machine} 上运行",
         "a GPU": "GPU",
         "a CPU": "CPU",
         "not comparable on this machine: the source measured on {source}, this build ran on "

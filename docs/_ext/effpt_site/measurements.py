@@ -93,7 +93,9 @@ class Claim:
 
     ``device`` is the device class the source measured on ("cuda", or "cpu" when the
     source's code ran on the CPU); a build on another device class reports the claim
-    as not comparable. ``promised`` is the speed-up the source reports.
+    as not comparable. ``promised`` is the speed-up the source reports. ``optional``
+    marks a claim whose fast variant a page records only where it can run (TorchScript's
+    fuser fuses on CUDA only); elsewhere the table says it was not measured.
     """
 
     text: str
@@ -104,6 +106,7 @@ class Claim:
     slow: str
     fast: str
     promised: float
+    optional: bool = False
 
 
 CLAIMS: list[Claim] = [
@@ -138,10 +141,11 @@ CLAIMS: list[Claim] = [
         "matmul",
         19.4 / 2.26,
     ),
+    # The guide's batch-gather code moves its offsets with .cuda(): it measured on a GPU.
     Claim(
         "A TorchScript loop is about 10 % faster than the Python loop (batch gather)",
         "the Effective PyTorch guide",
-        "cpu",
+        "cuda",
         "plot_batch_gather",
         "batch gather, batch …",
         "python loop",
@@ -151,7 +155,7 @@ CLAIMS: list[Claim] = [
     Claim(
         "A vectorised batch gather is about 100× faster than the loop",
         "the Effective PyTorch guide",
-        "cpu",
+        "cuda",
         "plot_batch_gather",
         "batch gather, batch …",
         "python loop",
@@ -163,10 +167,11 @@ CLAIMS: list[Claim] = [
         "Thomas Viehmann's ACDL 2020 notebook",
         "cuda",
         "plot_fusing_elementwise_work",
-        "box IoU, …",
+        "box IoU, 100,000 pairs",
         "eager",
-        "torch.compile",
+        "TorchScript fuser",
         238 / 40.3,
+        optional=True,
     ),
 ]
 
@@ -242,15 +247,12 @@ def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
             continue
         task = _resolve_task(rows, claim)
         found = {r.variant: r for r in page_rows if r.task == task}
-        fast = next((v for v in claim.fast.split("|") if v in found), claim.fast)
-        if claim.slow not in found or fast not in found:
-            msg = (
-                f"claim {claim.text!r}: no records for {claim.slow!r} and {claim.fast!r} "
-                f"of {task!r} on {claim.page}"
-            )
+        if not found:
+            msg = f"claim {claim.text!r}: no records of {task!r} on {claim.page}"
             raise ExtensionError(msg)
-        machine = found[fast].machine
-        where = f":doc:`/{found[fast].docname}`, {task}"
+        first = next(iter(found.values()))
+        machine = first.machine
+        where = f":doc:`/{first.docname}`, {task}"
         if _device_class(machine) != claim.device:
             measured_on = t("a GPU") if claim.device == "cuda" else t("a CPU")
             why = t(
@@ -262,6 +264,21 @@ def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
             )
             lines += [*head, f"     - {why}", "     - —"]
             continue
+        fast = next((v for v in claim.fast.split("|") if v in found), claim.fast)
+        if claim.slow not in found or fast not in found:
+            if claim.optional:
+                missing = t(
+                    "not measured: {variant} did not run on {machine}",
+                    variant=fast,
+                    machine=machine,
+                )
+                lines += [*head, f"     - {missing}", "     - —"]
+                continue
+            msg = (
+                f"claim {claim.text!r}: no records for {claim.slow!r} and {claim.fast!r} "
+                f"of {task!r} on {claim.page}"
+            )
+            raise ExtensionError(msg)
         ratio = speedup(found[claim.slow], found[fast])
         lines += [
             *head,
