@@ -271,7 +271,7 @@ if __name__ == "__main__":
 # the rate of one process. The verdict above is what this machine measured: where it
 # says "slower", the decoding the two workers shared out saved less time than they cost:
 # starting them, shipping their batches back, and, where fewer than two cores are idle
-# (the first output line says how many this machine has), competing with the main
+# (the first output line gives this machine's thread count), competing with the main
 # process and each other for the cores there are. The next page measures throughput
 # against the number of workers, and the options that cut the overhead.
 if __name__ == "__main__":
