@@ -3,11 +3,11 @@ Compute gradients with autograd, and know where it bites
 ========================================================
 
 Autograd records the operations on tensors that require gradients and replays them
-backwards to get derivatives. Most of the time it just works; the rest of the time a
-leaf goes missing, a gradient is silently accumulated, or a graph outlives its use. This
-page shows the machinery, draws the graphs it records, and walks through each of those
-traps with its message and its fix. In-place writes, the other classic trap, have a page
-of their own, the next one.
+backwards to get derivatives. Most of the time it just works; this page shows the
+machinery, draws the graphs it records, and walks through the traps (a leaf that goes
+missing, a gradient silently accumulated, a graph that outlives its use), each with its
+message and its fix. In-place writes, the other classic trap, have :doc:`a page of their
+own <plot_in_place_operations>`, the next one.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autograd.py``.
 """
@@ -79,10 +79,11 @@ plt.show()
 # %%
 # Leaves and computed tensors
 # ---------------------------
-# A *leaf* is a tensor you created with ``requires_grad=True``: it has no ``grad_fn``,
-# and ``backward()`` stores its gradient in ``.grad``. A tensor computed from a leaf has a
-# ``grad_fn``, the backward function of the operation that made it. Only floating-point
-# and complex tensors can require gradients.
+# A *leaf* is a tensor that no recorded operation produced, such as one you created with
+# ``requires_grad=True``: it has no ``grad_fn``, and if it requires gradients,
+# ``backward()`` stores its gradient in ``.grad``. A tensor computed from a leaf that
+# requires gradients has a ``grad_fn``, the backward function of the operation that made
+# it. Only floating-point and complex tensors can require gradients.
 a = torch.randn(5, device=device, requires_grad=True)
 b = torch.randn(5, device=device, requires_grad=True)
 c = (a + 1) * b
@@ -141,12 +142,13 @@ assert kept.is_leaf and torch.equal(kept.grad, torch.full_like(kept, 2.0))
 # Drawing the graph
 # -----------------
 # Every computed tensor's ``grad_fn`` lists the nodes it came from in ``next_functions``;
-# following them from the output reaches every leaf. :func:`effpt.viz.autograd_graph`, a
-# plotting helper of this site, walks them and draws what it finds with matplotlib:
-# leaves in blue, backward functions in grey, the output's in green. ``detach()`` returns
-# a tensor that shares the data but not the history, so everything behind it disappears
-# from the graph. With the lost leaf, ``a`` names a ``ToCopyBackward0`` node and the
-# real leaf has no name at all.
+# following them from the output reaches every leaf, as an ``AccumulateGrad`` node (the
+# one that writes its ``.grad``). :func:`effpt.viz.autograd_graph`, a plotting helper of
+# this site, walks them and draws what it finds with matplotlib: leaves in blue, backward
+# functions in grey, the output's in green. :meth:`~torch.Tensor.detach` returns a tensor
+# that shares the data but not the history, so everything behind it disappears from the
+# graph. With the lost leaf, ``a`` names a ``ToCopyBackward0`` node and the real leaf has
+# no name at all.
 from effpt.viz import autograd_graph
 
 print("c.grad_fn.next_functions:", c.grad_fn.next_functions)

@@ -32,9 +32,10 @@ print(f"{x.numel()} samples, x from {x.min().item():.0f} to {x.max().item():.0f}
 # The model and the loss
 # ----------------------
 # The parameters are a tensor with ``requires_grad=True``: autograd records every
-# operation on it so that ``loss.backward()`` can fill ``w.grad``. Create it on the
-# device directly: moving it there afterwards would give a copy that is not a leaf and
-# never gets a ``.grad`` (the autograd page shows this trap).
+# operation on it so that :meth:`loss.backward() <torch.Tensor.backward>` can fill
+# ``w.grad``. Create it on the device directly: moving it there afterwards would give a
+# copy that is not a leaf and never gets a ``.grad`` (:doc:`the autograd page
+# <plot_autograd>` shows this trap).
 w = torch.zeros(3, device=device, requires_grad=True)
 
 
@@ -50,11 +51,13 @@ def mse(prediction: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 # %%
 # Training with Adam
 # ------------------
-# Each step computes the loss, back-propagates, and lets the optimizer update ``w``.
-# ``backward()`` *adds* into ``w.grad``, so each step first clears the last step's gradient
-# with ``optimizer.zero_grad()``. It sets ``w.grad`` to ``None`` rather than filling it with
-# zeros (``set_to_none=True`` is the default): the next ``backward()`` then stores its
-# gradient instead of adding it to zeros, which saves a pass over the memory.
+# Each step computes the loss, back-propagates, and lets the optimizer,
+# :class:`torch.optim.Adam` here, update ``w``. ``backward()`` *adds* into ``w.grad``, so
+# each step first clears the last step's gradient with
+# :meth:`optimizer.zero_grad() <torch.optim.Optimizer.zero_grad>`. It sets ``w.grad`` to
+# ``None`` rather than filling it with zeros (``set_to_none=True`` is the default): the
+# next ``backward()`` then stores its gradient instead of adding it to zeros, which saves
+# a pass over the memory.
 optimizer = torch.optim.Adam([w], lr=0.1)
 losses = []
 for _ in range(500):
@@ -77,10 +80,11 @@ assert w.grad is None
 # sphinx_gallery_end_ignore
 
 # %%
-# The loss falls by more than three orders of magnitude, and it stops at the noise: samples with
-# a standard deviation of 0.1 leave a mean squared error of about 0.01 that no choice
-# of ``w`` can remove. On a GPU, reading ``loss.item()`` every step makes Python wait for
-# the device each time, which is fine for a toy but costly in a real training loop.
+# The loss falls by more than three orders of magnitude, and it stops at the noise:
+# samples with a standard deviation of 0.1 leave a mean squared error of about 0.01 that
+# no choice of ``w`` can remove. On a GPU, reading :meth:`loss.item() <torch.Tensor.item>`
+# every step makes Python wait for the device each time, which is fine for a toy but
+# costly in a real training loop.
 import matplotlib.pyplot as plt
 
 fig, (ax_loss, ax_fit) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")

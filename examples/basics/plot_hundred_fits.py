@@ -206,10 +206,13 @@ assert after_100["peak"] < 0.8 and after_100["inside"] < 0.6, after_100
 # Timing one training step
 # ------------------------
 # :func:`effpt.bench.compare` times one SGD step of all hundred networks each way, after
-# a warm-up, repeating until the spread settles or its time budget runs out. Both use the
-# same SGD optimizer; the loop runs its dozen-odd small operations and an optimizer step
-# once per network, ``vmap`` runs each operation once, batched. The timed steps train
-# the networks further, so a copy of the stacked weights taken before is put back after.
+# a warm-up, repeating until the spread settles or its time budget runs out (the
+# :doc:`explanation of timing </explanations/timing>` says why). Both use the same SGD
+# update; the loop runs its dozen-odd small operations and an optimizer step once per
+# network, ``vmap`` runs each operation once, batched. The timed steps train the networks
+# further, so a copy of the stacked weights taken before is put back after (the loop's
+# networks are not used again). The verdict printed last is this machine's, with the
+# interval it rests on.
 from effpt.bench import compare, speedup, synchronize
 
 before_timing = {name: p.detach().clone() for name, p in params.items()}
@@ -226,15 +229,14 @@ print(f"speed-up of one vmap step over one loop step: {ratio}, verdict: {ratio.v
 
 # sphinx_gallery_start_ignore
 assert len(records) == 2 and all(r.median_s > 0 for r in records)
-assert ratio.verdict == "faster", ratio  # the summary says so
 # sphinx_gallery_end_ignore
 
 # %%
 # Ten times the training, batched
 # -------------------------------
 # If the runs share a bias from too little training, more training should shrink it.
-# With ``vmap`` that is cheap: 900 more steps, on fresh minibatches, take the time
-# printed below, where the loop would need about 900 times its step time. The mean
+# With ``vmap``, 900 more steps on fresh minibatches take the time printed below; the
+# loop would need about 900 times its median step time, printed beside it. The mean
 # moves towards the truth and the band tightens where the data are dense; towards
 # ``±2`` the runs still extrapolate differently. How much of the grid the band covers
 # is a property of these runs, never a promise: the spread between runs only measures
@@ -300,6 +302,7 @@ plt.show()
 # - ``vmap(grad(loss_fn))`` gives every model its own gradient in one call; write
 #   ``loss_fn`` for a single model and let ``vmap`` add the model dimension.
 # - With the same starting weights and data, the batched run reproduces each loop fit to
-#   float32 rounding, in a fraction of the time on the machine that built this page.
+#   float32 rounding. Whether it is also faster, and by how much, is measured, not
+#   assumed: the timing above prints the verdict for the machine that built this page.
 # - The spread between runs measures how much they disagree, not how wrong they are: a
 #   bias all runs share, such as too little training, stays outside it.

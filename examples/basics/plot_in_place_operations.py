@@ -3,10 +3,10 @@ Use in-place operations without breaking autograd
 =================================================
 
 An in-place operation overwrites a tensor's memory instead of allocating a new one. That
-saves memory, and it can destroy a value the backward pass still needs. Autograd keeps
-a version counter on every tensor to catch that. This page shows how to spot in-place
+saves memory, and it can destroy a value the backward pass still needs; autograd keeps a
+version counter on every tensor to catch that. This page shows how to spot in-place
 operations, what autograd refuses and why, the old ``.data`` idiom that slips past the
-check, and the one in-place pattern worth knowing: copying into a preallocated tensor.
+check, and a pattern where in-place pays off: copying into a preallocated tensor.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_in_place_operations.py``.
 """
@@ -16,7 +16,7 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_in
 # --------------------------------------
 # ``z.tanh()`` returns a new tensor; ``z.tanh_()`` overwrites ``z`` and returns ``z``
 # itself. Every in-place write adds one to the tensor's version counter, ``_version``.
-# ``+=``, indexed assignment (``z[0] = 1``) and ``out=`` arguments write in place too.
+# ``+=``, indexed assignment (``z[0] = 0``) and ``out=z`` write in place too.
 import torch
 
 from effpt.device import describe, pick_device
@@ -32,10 +32,11 @@ same = z.tanh_()
 print("tanh_(): returns z itself:", same is z, "| z's version:", z._version)
 z += 1
 z[0] = 0.0
-print("after += and an indexed write, z's version:", z._version)
+torch.mul(z, 2, out=z)
+print("after +=, an indexed write and out=z, z's version:", z._version)
 
 # sphinx_gallery_start_ignore
-assert new is not z and same is z and z._version == 3
+assert new is not z and same is z and z._version == 4
 # sphinx_gallery_end_ignore
 
 # %%
@@ -136,8 +137,9 @@ assert weight.is_leaf and torch.allclose(weight, torch.full_like(weight, 0.9))
 # ``p.data -= lr * p.grad``. It works, but ``.data`` also hides writes from the version
 # counter, so the check above never fires and backward computes a wrong gradient
 # silently. ``exp`` saves its output (the derivative of ``exp`` is ``exp``); doubling that
-# output through ``.data`` doubles the gradient. ``detach()`` shares the version counter,
-# so the same write through it is caught. Use ``detach()`` or ``no_grad`` instead.
+# output through ``.data`` doubles the gradient. :meth:`~torch.Tensor.detach` shares the
+# version counter, so the same write through it is caught. Use ``detach()`` or
+# ``no_grad`` instead.
 x = torch.tensor([0.0, 1.0, 2.0], device=device, requires_grad=True)
 y = x.exp()
 y.data.mul_(2)
@@ -213,5 +215,5 @@ plt.show()
 #   at the line that saved it. Leaves refuse in-place writes outside ``no_grad``.
 # - ``.data`` hides writes from that check and gives wrong gradients silently: use
 #   ``detach()`` or ``no_grad``.
-# - Writing pieces into a preallocated tensor is the in-place pattern that pays off;
+# - Writing pieces into a preallocated tensor is an in-place pattern that pays off;
 #   autograd records it as ``CopySlices``.

@@ -15,8 +15,11 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_mo
 # A module with two parameters
 # ----------------------------
 # Wrapping a tensor in :class:`torch.nn.Parameter` and assigning it to the module
-# registers it: ``parameters()`` finds it, and it requires gradients. The data are
-# noisy samples of ``y = 5x + 3``.
+# registers it: :meth:`~torch.nn.Module.parameters` finds it, and it requires gradients.
+# Moving the module afterwards is safe, unlike the ``.to()`` that loses a leaf on
+# :doc:`the autograd page <plot_autograd>`: :meth:`Module.to() <torch.nn.Module.to>`
+# moves each parameter's data in place, so every parameter stays the same leaf tensor,
+# the one an optimizer will be given. The data are noisy samples of ``y = 5x + 3``.
 import torch
 
 from effpt.device import describe, pick_device
@@ -39,7 +42,12 @@ class Line(torch.nn.Module):
 x = torch.arange(100, device=device) / 100  # (samples,)
 y = 5 * x + 3 + 0.1 * torch.randn(100, device=device)  # (samples,)
 line = Line().to(device)
-print([(name, p.requires_grad) for name, p in line.named_parameters()])
+for name, p in line.named_parameters():
+    print(f"{name}: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}, on {p.device.type}")
+
+# sphinx_gallery_start_ignore
+assert all(p.requires_grad and p.is_leaf for p in line.parameters())
+# sphinx_gallery_end_ignore
 
 # %%
 # The training loop
@@ -113,8 +121,9 @@ assert [name for name, _ in model.named_parameters()] == ["linear.weight", "line
 # Buffers: state that is not trained
 # ----------------------------------
 # Statistics such as an input's mean and spread belong to the model (they must be saved
-# and moved with it) but the optimizer must not touch them. ``register_buffer`` says so:
-# buffers are in ``state_dict()`` and follow ``.to()``, but not in ``parameters()``.
+# and moved with it) but the optimizer must not touch them.
+# :meth:`~torch.nn.Module.register_buffer` says so: buffers are in
+# :meth:`~torch.nn.Module.state_dict` and follow ``.to()``, but not in ``parameters()``.
 # ``persistent=False`` keeps a buffer out of the ``state_dict`` too.
 
 
@@ -163,7 +172,8 @@ assert net(x).shape == (100,) and list(net.state_dict())[:3] == ["0.mean", "0.st
 # Save the ``state_dict``, not the module
 # ---------------------------------------
 # A ``state_dict`` is an ordered dict of names to tensors: it loads into any fresh
-# instance of the class, even after the class's code has moved or changed. Saving the
+# instance of the class, even after the class's code has moved or changed, as long as
+# the names and shapes of its parameters and buffers stay the same. Saving the
 # module itself pickles a reference to its class, and loading it needs that class
 # importable under the same name; with ``weights_only=True`` :func:`torch.load` refuses
 # it outright. The part of the error that says why names the class it will not load
@@ -220,11 +230,12 @@ assert torch.equal(F.linear(inputs, layer.weight, layer.bias), layer(inputs))
 # %%
 # Never use one module instance in two places
 # -------------------------------------------
-# Reusing a stateless ``ReLU`` looks harmless, and the forward result is right. But tools
+# Reusing a stateless :class:`~torch.nn.ReLU` looks harmless, and the forward result is right. But tools
 # that work per module see one module where the model has two layers. A forward hook
 # that records each module's output by name, the usual way to inspect activations,
 # keeps only the *last* call: below, the entry for layer ``1`` (after the 8-wide layer)
-# holds the 4-wide output of layer ``3``, and ``named_modules()`` lists 4 of the 5 layers.
+# holds the 4-wide output of layer ``3``, and :meth:`~torch.nn.Module.named_modules`
+# lists 4 of the 5 layers.
 relu = torch.nn.ReLU()
 shared = torch.nn.Sequential(
     torch.nn.Linear(1, 8), relu, torch.nn.Linear(8, 4), relu, torch.nn.Linear(4, 1)

@@ -35,9 +35,10 @@ assert torch.equal(grad_round, torch.zeros_like(a))
 # %%
 # A round that lets the gradient through
 # --------------------------------------
-# Write the rounded value as ``a + (round(a) − a)`` and detach the correction. The forward
-# value is exactly ``round(a)``; autograd sees only ``a + constant``, whose derivative is
-# 1. The same idea rounds to any grid: divide by the step, round, multiply back.
+# Write the rounded value as ``a + (round(a) − a)`` and
+# :meth:`detach <torch.Tensor.detach>` the correction. The forward value is exactly
+# ``round(a)``; autograd sees only ``a + constant``, whose derivative is 1. The same idea
+# rounds to any grid: divide by the step, round, multiply back.
 
 
 def differentiable_round(a: torch.Tensor) -> torch.Tensor:

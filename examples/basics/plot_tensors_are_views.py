@@ -14,8 +14,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_te
 # Creating tensors: dtype and device
 # ----------------------------------
 # :func:`torch.tensor` copies Python numbers into a new tensor. Every tensor has a
-# ``dtype`` (float32 unless you ask otherwise) and a ``device``. :meth:`torch.Tensor.to`
-# converts either; when nothing needs to change it returns the very same tensor, not a copy.
+# ``dtype`` (Python floats become float32 and integers int64, unless you ask otherwise)
+# and a ``device``. :meth:`torch.Tensor.to` converts either; when nothing needs to change
+# it returns the very same tensor, not a copy.
 # Not every device has every dtype (Apple's MPS has no float64), so the float64 copy
 # below stays on the CPU.
 import torch
@@ -63,7 +64,7 @@ assert "legacy constructor" in legacy_error
 # %%
 # Indexing, masks and slices
 # --------------------------
-# Indexing reads and writes single elements; ``.item()`` turns a one-element tensor into a
+# Indexing reads and writes single elements; :meth:`~torch.Tensor.item` turns a one-element tensor into a
 # Python number. float32 keeps about seven significant digits, so π written into ``t``
 # comes back as ``3.1415927410125732``. A boolean mask selects (and here overwrites) every
 # element where a condition holds; slices take ranges and steps.
@@ -84,8 +85,9 @@ assert (t[:, 0] == 0).all()
 # The storage behind a tensor
 # ---------------------------
 # :meth:`~torch.Tensor.untyped_storage` is the flat block of bytes (``.storage()`` is
-# deprecated). ``stride()`` says how many elements to skip to move one step along each
-# dimension, and ``storage_offset()`` where the tensor starts. For this 2 × 3 float32
+# deprecated). :meth:`~torch.Tensor.stride` says how many elements to skip to move one
+# step along each dimension, and :meth:`~torch.Tensor.storage_offset` where the tensor
+# starts. For this 2 × 3 float32
 # tensor: 24 bytes, strides ``(3, 1)``, offset 0.
 storage = t.untyped_storage()
 print("storage bytes:", storage.nbytes(), "| stride:", t.stride(), "| offset:", t.storage_offset())
@@ -164,7 +166,8 @@ assert torch.equal(m.flatten()[storage_positions(m.T)], m.T)
 # ``contiguous()`` copies only when it must
 # -----------------------------------------
 # A tensor is contiguous when its elements sit in storage in row-major order. The
-# transpose is not; ``view()`` refuses it, and ``contiguous()`` makes a copy with fresh
+# transpose is not; :meth:`~torch.Tensor.view` refuses it, and
+# :meth:`~torch.Tensor.contiguous` makes a copy with fresh
 # strides ``(2, 1)``. On a tensor that is already contiguous it returns the tensor itself.
 print("m.T contiguous:", m.T.is_contiguous())
 try:
@@ -217,7 +220,7 @@ assert m[0, 0].item() == -1.0 and batch.dtype == torch.float64
 # NumPy shares memory with CPU tensors only. DLPack is a protocol for the same trick
 # between any two array libraries (CuPy, JAX, NumPy, ...) on any device they share:
 # :func:`torch.from_dlpack` wraps another library's array without copying, and that
-# library's ``from_dlpack`` wraps a tensor. (``torch.utils.dlpack.to_dlpack`` and
+# library's ``from_dlpack`` wraps a tensor. (:func:`torch.utils.dlpack.to_dlpack` and
 # ``from_dlpack`` are the older, capsule-based spelling you will meet in old code.) With
 # NumPy, the one other array library this page can count on:
 arr = np.arange(4, dtype=np.float32)
@@ -236,10 +239,11 @@ assert np.shares_memory(np.from_dlpack(shared), arr)
 # Saving and loading: ``.pt``, ``map_location``, ``weights_only``
 # ---------------------------------------------------------------
 # :func:`torch.save` writes a tensor (or a dict of them) to a ``.pt`` file; avoid
-# ``.pth``, which Python reserves for path configuration files. :func:`torch.load` takes
-# ``map_location`` to choose the device (a GPU checkpoint loads on a CPU-only machine)
-# and ``weights_only=True``, which refuses anything but tensors and plain containers, so
-# that loading an untrusted file cannot run code. It saves the whole storage, though: a
+# ``.pth``, the extension of Python's own path configuration files. :func:`torch.load`
+# takes ``map_location`` to choose the device (a GPU checkpoint loads on a CPU-only
+# machine) and ``weights_only=True`` (the default since torch 2.6), which refuses
+# anything but tensors and plain containers, so that loading an untrusted file cannot
+# run code. It saves the whole storage, though: a
 # 10-element slice of a million-element tensor writes 4 MB, its ``clone()`` under 2 kB.
 import tempfile
 from pathlib import Path
@@ -269,7 +273,8 @@ assert slice_bytes > 4e6 and clone_bytes < 2e3
 # ------------------------
 # A checkpoint holding an arbitrary Python object is refused. The line of the error that
 # matters names the class and the two ways to allow it if you trust the file:
-# ``add_safe_globals`` for the whole program, or the ``safe_globals`` context manager,
+# :func:`~torch.serialization.add_safe_globals` for the whole program, or the
+# ``safe_globals`` context manager,
 # used below to load the same file.
 import pickle
 import textwrap
@@ -301,7 +306,8 @@ assert checkpoint["notes"] == RunNotes("first try")
 # %%
 # A sparse tensor stores only its non-zeros
 # -----------------------------------------
-# Strided tensors are one layout among several. A sparse COO tensor keeps the indices
+# Strided tensors are one layout among several. A sparse COO tensor
+# (:func:`torch.sparse_coo_tensor`) keeps the indices
 # and values of its non-zero elements: here 3 of 20. Pass ``check_invariants=True`` so
 # that out-of-range indices raise an error instead of corrupting memory later.
 indices = torch.tensor([[0, 1, 3], [2, 0, 4]])  # (dims, nnz)

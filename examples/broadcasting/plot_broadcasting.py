@@ -207,13 +207,16 @@ assert centre_over_batch(one_sample, squeeze_dim=1).abs().sum().item() == 0.0
 # dimension gets a letter, and a tensor with more dimensions than letters is an error,
 # not a broadcast. A dot product of the column ``a`` from the first bug with ``b``
 # shows the difference: ``(a * b).sum()`` broadcasts and returns 9 instead of 5,
-# while ``einsum`` refuses the column.
+# while ``einsum`` refuses the column. It does not switch broadcasting off, though: a
+# dimension of size 1 still stretches to match another operand's dimension with the
+# same letter, so a one-element ``b[:1]`` against ``b`` gives 3, not an error.
 print("(a * b).sum()          =", (a * b).sum())
 print("einsum('i,i->', b, b)  =", torch.einsum("i,i->", b, b))
 try:
     torch.einsum("i,i->", a, b)
 except RuntimeError as err:
     print("einsum('i,i->', a, b) -> RuntimeError:", str(err).split(" and no ")[0])
+print("einsum('i,i->', b[:1], b) =", torch.einsum("i,i->", b[:1], b))  # (1,) with (2,)
 
 # sphinx_gallery_start_ignore
 assert (a * b).sum().item() == 9.0
@@ -224,6 +227,7 @@ except RuntimeError:
     pass
 else:
     raise AssertionError("einsum should refuse a (2, 1) operand for subscript 'i'")
+assert torch.einsum("i,i->", b[:1], b).item() == 3.0
 # sphinx_gallery_end_ignore
 
 # %%

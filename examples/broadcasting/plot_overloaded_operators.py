@@ -15,7 +15,7 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ov
 # Every operator is a function call
 # ---------------------------------
 # The table below evaluates each expression and the function call it stands for, and
-# checks that they return the same tensor, bit for bit. ``x`` and ``y`` are floats
+# checks that they return equal tensors, element for element. ``x`` and ``y`` are floats
 # (``y`` positive, so ``/``, ``//``, ``%`` and ``**`` are defined everywhere), ``p``
 # and ``q`` booleans, ``i`` and ``j`` integers.
 import torch
@@ -35,8 +35,9 @@ names = {"torch": torch, "x": x, "y": y, "p": p, "q": q, "i": i, "j": j}
 
 # %%
 # :func:`eval` runs each string as written, so the table shows exactly the code that
-# ran. Read the rows for ``&``, ``|``, ``^`` and ``~`` twice: on booleans they are the
-# logical functions, on integers the bitwise ones.
+# ran. Read the rows for ``&``, ``|``, ``^`` and ``~`` twice: they always call the
+# bitwise functions, which on booleans give the logical results shown, and on integers
+# work bit by bit.
 table = [
     ("-x", "torch.neg(x)"), ("x + y", "torch.add(x, y)"), ("x - y", "torch.sub(x, y)"),
     ("x * y", "torch.mul(x, y)"), ("x / y", "torch.div(x, y)"),
@@ -62,10 +63,10 @@ assert all(same), [row for row, ok in zip(table, same, strict=True) if not ok]
 # sphinx_gallery_end_ignore
 
 # %%
-# Three rows deserve a second look. ``~`` on an integer flips its bits (``~5`` is
+# Two operators deserve a second look. ``~`` on an integer flips its bits (``~5`` is
 # ``-6``), which is not :func:`torch.logical_not`, and on a float it is a
 # ``TypeError``. ``%`` follows Python's sign rule (:func:`torch.remainder`, the sign of
-# the divisor), unlike C's :func:`torch.fmod`.
+# the divisor), unlike :func:`torch.fmod`, which follows C's (the sign of the dividend).
 k = torch.tensor([5, 0], device=device)
 print("~k =", k.tolist(), "->", (~k).tolist(), " logical_not(k) =", torch.logical_not(k).tolist())
 try:
@@ -286,9 +287,10 @@ assert all(speedup(r["m[i] loop"], r["torch.sum"]).low > 10 for r in timings.val
 # Both loops run the same ``+=`` on every row; they differ only in how each row view is
 # made. ``m[r]`` goes through Python's indexing protocol once per row (parse the index,
 # then make one view); ``torch.unbind`` makes all the views in a single call, inside
-# C++. The cell below times only that part. The saving it finds per row is what the
-# unbind loop can gain; it is small next to the cost of a row printed above, so on a
-# busy machine the noise can hide it, and the verdict then reads "inconclusive".
+# C++. The cell below times only that part. The difference per row is all that the
+# unbind loop can save, and the cell prints it as a share of what a row costs in the
+# indexing loop. On a busy machine that share moves from run to run and the noise can
+# hide the saving: the verdict then reads "inconclusive".
 rows = row_counts[-1]
 m = torch.rand(rows, 10, device=device)  # (rows, 10)
 views = compare(

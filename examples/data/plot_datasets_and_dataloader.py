@@ -76,12 +76,13 @@ if __name__ == "__main__":
 # ``shuffle=True`` draws a new permutation of the indices every epoch: each item is
 # still read exactly once per epoch, in a different order. A seeded
 # :class:`torch.Generator` makes the sequence of orders reproducible (the randomness
-# page goes further). Two epochs:
+# page goes further). Two epochs, read through the loader (feature 0 of item ``i`` is
+# ``i``):
 if __name__ == "__main__":
     shuffled = DataLoader(
         points, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0)
     )
-    epochs = [[i for batch in shuffled.batch_sampler for i in batch] for _ in range(2)]
+    epochs = [[int(i) for features, _ in shuffled for i in features[:, 0]] for _ in range(2)]
     for k, order in enumerate(epochs):
         print(f"epoch {k} visits: {order}")
 
@@ -198,10 +199,10 @@ if __name__ == "__main__":
 # staging buffer, and the host waits while the data is staged. From page-locked
 # (*pinned*) memory the GPU reads directly, and ``.to(device, non_blocking=True)``
 # returns at once, so the host can prepare the next batch while the copy runs.
-# ``DataLoader(..., pin_memory=True)`` puts each batch in pinned memory for you, in a
-# background thread of the main process. The cell times the copy itself, for one batch
-# of 256 RGB images of 224 × 224 as ``uint8``, from each kind of memory. It measures on
-# a CUDA device only; elsewhere it says so and measures nothing.
+# ``DataLoader(..., pin_memory=True)`` puts each batch in pinned memory for you (with
+# workers, in a background thread of the main process). The cell times the copy itself,
+# for one batch of 256 RGB images of 224 × 224 as ``uint8``, from each kind of memory.
+# It measures on a CUDA device only; elsewhere it says so and measures nothing.
 import math
 
 from effpt.bench import compare, speedup
@@ -266,11 +267,13 @@ if __name__ == "__main__":
 # %%
 # Workers pay off when reading and decoding a batch takes longer than sending it between
 # processes, and when an epoch is long enough to repay starting the workers (a fresh
-# start every epoch, by default). With two workers the ideal is twice the rate of one
-# process. The verdict above is what this machine measured: where it says "slower", the
-# decoding time the two workers shared out was less than what starting them and
-# shipping their batches back cost. The next page measures throughput against the
-# number of workers, and the options that cut the overhead.
+# start every epoch, by default). With two workers and two idle cores the ideal is twice
+# the rate of one process. The verdict above is what this machine measured: where it
+# says "slower", the decoding the two workers shared out saved less time than they cost:
+# starting them, shipping their batches back, and, where fewer than two cores are idle
+# (the first output line gives this machine's thread count), competing with the main
+# process and each other for the cores there are. The next page measures throughput
+# against the number of workers, and the options that cut the overhead.
 if __name__ == "__main__":
     workdir.cleanup()
 

@@ -219,9 +219,11 @@ if __name__ == "__main__":
 # -----------------------------------------------------
 # Different is not the same as repeatable. Each epoch the loader draws its base seed, and
 # with ``shuffle=True`` the order, from ``generator``; without one it uses torch's global
-# generator, whose state depends on everything the program did before. Give the loader
-# its own seeded :class:`torch.Generator` and two runs deliver the same items with the same
-# crops. (The seeds also depend on the worker count: keep ``num_workers`` the same too.)
+# generator, whose state depends on everything the program drew before: the two runs
+# below, one after the other in the same program, differ. Give the loader its own seeded
+# :class:`torch.Generator` and two runs deliver the same items with the same crops,
+# whatever ran before them. (The seeds also depend on the worker count: keep
+# ``num_workers`` the same too.)
 
 
 def one_run(generator: torch.Generator | None) -> torch.Tensor:

@@ -71,7 +71,7 @@ assert [round(decades(d)) for d in FORMATS] == [632, 83, 12, 79, 5, 10]
 # sphinx_gallery_end_ignore
 
 # %%
-# float32 spans 1.4e-45 to 3.4e+38, 83 decades. bfloat16 keeps its normal range (the
+# float32 spans 1.4e-45 to 3.4e+38, 83 decades. bfloat16 keeps float32's normal range (the
 # same smallest normal number, nearly the same largest) with 8 significant bits instead
 # of 24 (eps 0.00781 against 1.19e-07). float16 trades range
 # for precision: nothing above 65504, no normal number below 6.1e-05, which is why
@@ -151,20 +151,21 @@ assert [m.split()[0] for m in messages] == ["invalid", "overflow", "invalid"], m
 # ------------------------------------
 # Between 1 and 2, float32 numbers are ``eps`` apart, so ``1 + eps/2`` lies exactly
 # halfway and rounds to the even neighbour, 1. Near float16's largest value, 65504, the
-# gap is 32: ``65504 + 15`` rounds back down, while ``65504 + 32`` (and 70000) would need
-# a number past the largest and become ``inf``.
+# gap is 32: ``65504 + 15`` rounds back down, but ``65504 + 16``, halfway to a number
+# the format does not have, becomes ``inf``, and so does everything above it, such as
+# 70000. float16 overflows from 65520 on, not from just above 65504.
 eps = torch.finfo(torch.float32).eps
 one = torch.tensor(1.0)
 print(f"float32: 1 + eps/2 == 1 is {(one + eps / 2 == one).item()}")
 print(f"float32: 1 + eps   == 1 is {(one + eps == one).item()}")
 
 big = torch.tensor(65504.0, dtype=torch.float16)
-print(f"float16: 65504 + 15 = {(big + 15).item()}, 65504 + 32 = {(big + 32).item()}")
+print(f"float16: 65504 + 15 = {(big + 15).item()}, 65504 + 16 = {(big + 16).item()}")
 print(f"float16: 70000 is stored as {torch.tensor(70000.0, dtype=torch.float16).item()}")
 
 # sphinx_gallery_start_ignore
 assert (one + eps / 2 == one).item() and not (one + eps == one).item()
-assert (big + 15).item() == 65504.0 and (big + 32).item() == math.inf
+assert (big + 15).item() == 65504.0 and (big + 16).item() == math.inf
 assert torch.tensor(70000.0, dtype=torch.float16).item() == math.inf
 # sphinx_gallery_end_ignore
 
@@ -276,7 +277,7 @@ plt.show()
 #   normal) and ``eps``; below ``tiny`` lie subnormals, down to ``tiny * eps``.
 # - Out-of-range values become 0 or ``inf`` silently in PyTorch, and ``nan`` follows
 #   one operation later; NumPy warns about overflow and ``nan`` but not underflow.
-# - float16 overflows past 65504; bfloat16 keeps float32's range but cannot tell 256
-#   from 257.
+# - float16's largest number is 65504 and everything from 65520 up becomes ``inf``;
+#   bfloat16 keeps float32's range but cannot tell 256 from 257.
 # - Accumulate in a tree (:func:`torch.sum`) or in a wider dtype, never in a
 #   running float32 total.

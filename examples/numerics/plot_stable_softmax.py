@@ -84,8 +84,8 @@ assert torch.softmax(logits, dim=-1).tolist() == [1.0, 0.0]
 # float32 softmax with a float64 one of the same logits, computed on the CPU (not every
 # device has float64). Both are probability vectors, so the relative error is simply the
 # summed absolute difference. The naive version is as accurate as the others until its
-# largest logit passes 88.72; from then on it returns ``nan``, drawn as crosses on the
-# top edge.
+# largest logit passes 88.72; from then on it returns ``nan``, drawn as crosses at an
+# error of 1.
 unit = torch.randn(10_000, device=device)
 scales = torch.logspace(-1, 2, steps=31).tolist()
 methods = {
@@ -395,19 +395,30 @@ exact_small = small.cpu().double()
 assert torch.allclose(torch.log1p(small).cpu().double(), torch.log1p(exact_small), rtol=1e-6)
 assert torch.allclose(torch.expm1(small).cpu().double(), torch.expm1(exact_small), rtol=1e-6)
 assert abs(torch.log(1 + small)[1].item() / 1e-5 - 1) > 1e-3
+assert abs((torch.exp(small) - 1)[1].item() / 1e-5 - 1) > 1e-3
 # sphinx_gallery_end_ignore
+
 
 # %%
 # Check the backward pass too
 # ---------------------------
-# A forward pass that returns a finite number can still send ``nan`` backwards: the
-# derivative of ``log(q)`` at ``q = 0`` is infinite, and ``inf × 0`` is ``nan``. So we
-# check both passes, on a batch whose logits reach tens of thousands.
+# A forward pass that returns a finite number can still send ``nan`` backwards. A
+# common patch for ``log(0)`` masks it with :func:`torch.where`: the forward pass is
+# finite (and drops those terms), but the backward pass still goes through ``log``,
+# whose derivative ``1/q`` is infinite at ``q = 0``, and the mask's zero times it is
+# ``nan``. So we check both passes, on a batch whose logits reach tens of thousands.
+def masked_cross_entropy(logits, labels, dim=-1):
+    q = stable_softmax(logits, dim)
+    log_q = torch.where(q > 0, torch.log(q), 0.0)  # hides log(0) = -inf, forward only
+    return -(labels * log_q).sum(dim=dim)
+
+
 extreme = (30_000 * torch.randn(8, 10, device=device)).requires_grad_(True)  # (batch, classes)
 soft = torch.softmax(torch.randn(8, 10, device=device), dim=1)  # (batch, classes)
 print(f"largest |logit| in the batch: {extreme.abs().max().item():.0f}")
 for name, fn in {
     "log(softmax)": lambda z: naive_cross_entropy(z, soft).mean(),
+    "masked log": lambda z: masked_cross_entropy(z, soft).mean(),
     "logsumexp form": lambda z: stable_cross_entropy(z, soft).mean(),
     "F.cross_entropy": lambda z: F.cross_entropy(z, soft),
     "effpt.numerics": lambda z: numerics.cross_entropy(z, soft),
@@ -422,6 +433,9 @@ for name, fn in {
 # sphinx_gallery_start_ignore
 naive_value = naive_cross_entropy(extreme, soft).mean()
 assert not math.isfinite(naive_value.item())
+masked_value = masked_cross_entropy(extreme, soft).mean()
+(masked_grad,) = torch.autograd.grad(masked_value, extreme)
+assert math.isfinite(masked_value.item()) and not torch.isfinite(masked_grad).all()
 stable_value = numerics.cross_entropy(extreme, soft)
 (stable_grad,) = torch.autograd.grad(stable_value, extreme)
 assert math.isfinite(stable_value.item()) and torch.isfinite(stable_grad).all()

@@ -127,8 +127,9 @@ class ImageFolder(Dataset):
     of its folder in ``classes`` (the folder names, sorted). Files count as images by
     their ending (``IMAGE_SUFFIXES``: png, jpg, jpeg, bmp, gif, webp); folders do not, whatever their name.
     ``transform``, if given, maps the image tensor; it must be importable too (a
-    module-level function). A file that is not an image raises
-    :class:`~effpt.data.CorruptItemError`, an exception from ``transform`` a
+    module-level function). A file that is not an image, or whose pixels 8-bit RGB
+    would clip (16-bit or float images), raises :class:`~effpt.data.CorruptItemError`,
+    an exception from ``transform`` a
     :class:`~effpt.data.TransformError`; both name the file.
 
     Examples

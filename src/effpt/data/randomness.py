@@ -15,7 +15,9 @@ def worker_rng(seed: int, epoch: int, worker: int | None = None) -> np.random.Ge
     The streams come from :class:`numpy.random.SeedSequence` with the seed as entropy and
     ``(epoch,)`` or ``(epoch, worker)`` as spawn key, so different triples give
     independent streams. Adding the worker id to the seed, a common shortcut, gives
-    seed 0 / worker 1 the same stream as seed 1 / worker 0.
+    seed 0 / worker 1 the same stream as seed 1 / worker 0. (:func:`seed_worker` takes
+    that shortcut on purpose: the DataLoader's base seed is a fresh random 64-bit number,
+    so two loaders' seeds never sit one apart in practice.)
 
     Examples
     --------
@@ -87,8 +89,10 @@ def seed_worker(worker_id: int) -> None:  # noqa: ARG001  (DataLoader's worker_i
     every worker (NumPy's since torch 1.9), but a :class:`numpy.random.Generator` object
     held on the dataset reaches each worker as a copy, state included. This replaces it
     with one seeded from :func:`torch.initial_seed`: the loader's base seed plus the
-    worker id, different in every worker, new every epoch, and reproducible when the
-    DataLoader has a seeded ``generator``. Outside a worker it does nothing.
+    worker id, different in every worker, and reproducible when the DataLoader has a
+    seeded ``generator``. Workers that restart every epoch get a new seed each epoch; with
+    ``persistent_workers=True`` this runs once, and the stream simply continues. Outside
+    a worker it does nothing.
 
     Examples
     --------

@@ -1,8 +1,9 @@
 """Tar shards: write them so that none passes for complete unless it is, and read them so
 that one which stops early is an error.
 
-Python's :mod:`tarfile` stops reading at the first block that is not a valid header and
-returns what it read so far as if the archive had ended there. A shard cut at a
+Python's :mod:`tarfile` raises when the first header is invalid, but after the first
+member it stops reading at any block that is not a valid header and returns what it
+read so far as if the archive had ended there. A shard cut at a
 512-byte block boundary, or one whose member header was overwritten, therefore reads
 as a shorter, complete shard. :func:`iter_members` checks what follows the last member:
 a real archive ends with two zero blocks and nothing but zeros after them.
