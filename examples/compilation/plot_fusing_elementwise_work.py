@@ -234,11 +234,12 @@ for name, row in bandwidth.items():
 # On the left, time per call with each measurement's interquartile range: flat at
 # small sizes, where the fixed cost of running operations dominates, then rising in
 # proportion to the size, where moving the bytes dominates. On the right, the same
-# measurements as effective bandwidth. Where the copy's line falls as the pairs grow,
-# the data has outgrown a cache; a fused kernel bound by memory falls with it, so a
-# fall in both is the memory's doing, not the kernel's. The copy is a yardstick, not
-# a ceiling: it writes as many bytes as it reads, while the IoU writes one byte for
-# every eight it reads, and on most CPUs a write first reads the memory it replaces.
+# measurements as effective bandwidth. When the data outgrows a cache, the copy's
+# line falls and stays lower, and a fused kernel bound by memory falls with it: a fall
+# in both is the memory's doing, not the kernel's (a single point off its line is more
+# likely this shared machine's noise). The copy is a yardstick, not a ceiling: it
+# writes as many bytes as it reads, while the IoU writes one byte for every eight it
+# reads, and on most CPUs a write first reads the memory it replaces.
 import matplotlib.pyplot as plt
 
 fig, (ax_time, ax_bw) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
