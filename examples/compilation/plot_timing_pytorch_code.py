@@ -71,7 +71,7 @@ else:
         finished = time.perf_counter() - start
 print(f"timer stopped after the call:       {launched * 1e3:8.3f} ms")
 print(f"timer stopped after waiting for it: {finished * 1e3:8.3f} ms")
-print(f"the first timer missed {1 - launched / finished:.0%} of the time")
+print(f"the first timer missed {1 - launched / finished:.1%} of the time")
 
 # sphinx_gallery_start_ignore
 torch.testing.assert_close(c, a @ b)
