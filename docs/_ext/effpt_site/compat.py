@@ -121,14 +121,16 @@ class BadgeDirective(Directive):
         for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
             env.note_dependency(str(path))
         paragraph = nodes.paragraph(classes=["effpt-badge"])
-        paragraph += nodes.Text(badge_text(load_matrix(env.srcdir), stem, language) + " (")
+        paragraph += nodes.Text(
+            badge_text(load_matrix(env.srcdir), stem, language) + translate(language, " (")
+        )
         ref = pending_xref(
             "", refdomain="std", reftype="doc", reftarget="/compatibility", refexplicit=True
         )
         ref += nodes.inline(text=translate(language, "compatibility"))
         paragraph += ref
-        paragraph += nodes.Text(")")
-        return [paragraph]
+        paragraph += nodes.Text(translate(language, ")"))
+        return [freeze(paragraph)]
 
 
 def _details(summary: str, body: str) -> list[str]:
