@@ -57,6 +57,8 @@ MESSAGES: dict[str, dict[str, str]] = {
             "此译文比英文页面旧：全部 {total} 段中有 {count} 段在译好之前以英文显示。"
         ),
         "Read the English page": "阅读英文页面",
+        "Built on {day} on {where}, with {torch}.": "本站的这份副本于 {day} 在 {where} 上构建，使用 {torch}。",
+        "Built on {day} on {where}.": "本站的这份副本于 {day} 在 {where} 上构建。",
         # the execution-times page
         "No example has been executed in this build tree.": "本构建目录中还没有执行过任何示例。",
         "The whole gallery ran in **{total} s**; the slowest page is {page} at **{seconds} s**.": (
@@ -178,6 +180,29 @@ def freeze(node: nodes.Node) -> nodes.Node:
     for element in node.findall(nodes.TextElement):
         element["translatable"] = False
     return node
+
+
+_LOOKUPS: dict[Path, dict[str, str]] = {}
+
+
+def lookup(app, docname: str, message: str) -> str | None:
+    """The translation of ``message`` in the catalogue of page ``docname``, if any.
+
+    For text one page shows from another page's source (the landing page's family
+    intros), so that it is translated once, in the page it belongs to.
+    """
+    language = language_of(app)
+    if language == "en":
+        return None
+    path = Path(app.srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po"
+    if path not in _LOOKUPS:
+        table = {}
+        if path.is_file():
+            for entry in read_catalogue(path):
+                if entry.id and entry.string and not entry.fuzzy:
+                    table[" ".join(entry.id.split())] = entry.string
+        _LOOKUPS[path] = table
+    return _LOOKUPS[path].get(" ".join(message.split()))
 
 
 # -- the catalogues ---------------------------------------------------------------------
