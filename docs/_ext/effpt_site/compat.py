@@ -167,7 +167,9 @@ class CompatibilityDirective(Directive):
         for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
             env.note_dependency(str(path))
         if not runs:
-            return [nodes.paragraph(text=t("The torch matrix has not been run for this copy."))]
+            return [
+                freeze(nodes.paragraph(text=t("The torch matrix has not been run for this copy.")))
+            ]
         pages = example_pages(env.app)
         versions = [run["torch"] for run in runs]
         lines = [

@@ -57,6 +57,7 @@ MESSAGES: dict[str, dict[str, str]] = {
             "此译文比英文页面旧：全部 {total} 段中有 {count} 段在译好之前以英文显示。"
         ),
         "Read the English page": "阅读英文页面",
+        "Show or hide this section's pages": "展开或收起本节的页面",
         "Built on {day} on {where}, with {torch}.": "本站的这份副本于 {day} 在 {where} 上构建，使用 {torch}。",
         "Built on {day} on {where}.": "本站的这份副本于 {day} 在 {where} 上构建。",
         # the execution-times page
@@ -478,10 +479,22 @@ def _translate_thumbnails(app, doctree, docname: str) -> None:  # noqa: ARG001
             pending_tooltip = None
 
 
+#: pydata-sphinx-theme options that are text a reader sees, per language.
+THEME_TEXT = {"zh_CN": {"search_bar_text": "搜索文档……", "icon_links_label": "图标链接"}}
+
+
+def _theme_text(app, config) -> None:  # noqa: ARG001  (Sphinx's signature)
+    """config-inited: the theme's visible option texts in the build's language."""
+    options = THEME_TEXT.get(config.language or "en")
+    if options:
+        config.html_theme_options = {**config.html_theme_options, **options}
+
+
 def setup(app) -> None:
     # A string default, so that -D effpt_translation_threshold=0.5 can override it
     # (Sphinx converts -D values only for str, int, bool and list defaults).
     app.add_config_value("effpt_translation_threshold", "0.95", "env", types=(float, str))
+    app.connect("config-inited", _theme_text)
     app.connect("builder-inited", _check_catalogues)
     app.connect("doctree-read", _keep_docstrings_english, priority=400)
     app.connect("doctree-read", _count_page, priority=600)
