@@ -11,14 +11,12 @@ import multiprocessing
 import os
 import sys
 import urllib.request
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 import effpt
-from effpt.device import describe
 from effpt_site.hooks import call_memory, memory_is_measured
 
 project = "Effective PyTorch"
@@ -43,29 +41,7 @@ myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_heading_anchors = 3
 
 
-def build_stamp(machine: str, day: datetime) -> str:
-    """One sentence saying when and on what this copy was built, from ``describe()``.
-
-    ``"x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0"`` becomes "Built on 2026-11-21
-    on an x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0"; a GPU's CUDA version
-    goes in brackets after its name.
-    """
-    parts = [part.strip() for part in machine.split(" · ")]
-    torch_part = next((p for p in parts if p.startswith("torch ")), None)
-    others = [p for p in parts if p != torch_part]
-    where = others[0] if others else "an unnamed machine"
-    if len(others) > 1:
-        where += f" ({', '.join(others[1:])})"
-    first = where.split()[0]
-    vowel_sound = first[0].lower() in "aeiox" or (first.isupper() and first[0] in "AEFHILMNORSX")
-    sentence = f"Built on {day:%Y-%m-%d} on {'an' if vowel_sound else 'a'} {where}"
-    return sentence + (f", with {torch_part}." if torch_part else ".")
-
-
-# One line on the landing page: which machine built this copy, when, with which torch.
-BUILD_STAMP = f"*{build_stamp(describe(), datetime.now(timezone.utc))}*"
 myst_substitutions = {
-    "build_stamp": BUILD_STAMP,
     "install_line": f"`pip install effpt=={effpt.__version__}`",
 }
 

@@ -222,3 +222,15 @@ def test_compare_takes_turns_so_load_drift_hits_every_variant():
         show=False,
     )
     assert calls == ["a", "b"] * 4
+
+
+def test_one_slow_first_call_does_not_shrink_the_blocks():
+    state = {"calls": 0}
+
+    def fn():
+        state["calls"] += 1
+        if state["calls"] == 2:  # the first call after the warm-up is slow, once
+            time.sleep(0.05)
+
+    timing = bench.time_callable(fn, device="cpu", repeats=1, warmup=1)
+    assert timing.number > 100  # sized on a fast call, not on the 50 ms one

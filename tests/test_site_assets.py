@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -311,16 +310,11 @@ def test_family_picture_prefers_the_first_page_that_drew(tmp_path):
     assert picture.name == "sphx_glr_plot_b_thumb.png"
 
 
-# -- the build stamp (docs/conf.py) --------------------------------------------------------
+# -- the build stamp (docs/_ext/effpt_site/cards.py) --------------------------------------------------------
 
 
 def _build_stamp():
-    source = (Path(__file__).parents[1] / "docs" / "conf.py").read_text(encoding="utf-8")
-    start = source.index("def build_stamp")
-    end = source.index("\n\n\n", start)
-    namespace = {"datetime": datetime}
-    exec(source[start:end], namespace)  # noqa: S102  (the function alone, not conf.py)
-    return namespace["build_stamp"]
+    return cards.build_stamp
 
 
 @pytest.mark.parametrize(

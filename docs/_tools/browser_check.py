@@ -4,7 +4,8 @@ For every page (landing, each gallery page, API reference, measurements, explana
 it fails on: a console error, a failed request, a request to any host but the local
 server, an image that did not decode, a page heavier than the budget, and serious or
 critical accessibility violations found by axe-core. It also searches for "broadcast"
-and expects the broadcasting page among the results. Screenshots are saved for review.
+(and the Chinese edition for 广播) and expects the broadcasting page among the results,
+and follows the language switch from a page to its Chinese version and back. Screenshots are saved for review.
 
 Usage: python browser_check.py SITE_DIR AXE_JS SCREENSHOT_DIR
 """
@@ -18,7 +19,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -136,8 +137,9 @@ def check_page(driver, base: str, path: str, axe_source: str) -> tuple[list[str]
     return problems, violations
 
 
-def check_search(driver, base: str) -> list[str]:
-    driver.get(f"{base}/search.html?q=broadcast")
+def check_search(driver, base: str, prefix: str = "", term: str = "broadcast") -> list[str]:
+    """Search the (English or Chinese) site for ``term``; the broadcasting page must be found."""
+    driver.get(f"{base}/{prefix}search.html?q={quote(term)}")
     try:
         WebDriverWait(driver, 30).until(
             lambda d: d.execute_script(
@@ -146,8 +148,31 @@ def check_search(driver, base: str) -> list[str]:
             )
         )
     except Exception:  # noqa: BLE001  (turned into a readable failure)
-        return ["search for 'broadcast' did not list a broadcasting page"]
+        return [f"search for {term!r} did not list a broadcasting page"]
     return []
+
+
+def check_language_switch(driver, base: str, path: str) -> list[str]:
+    """The switch leads from a page to the same page in Chinese, and back again."""
+    problems = []
+    for start, expected, lang in [
+        (path, f"zh_CN/{path}", "zh-CN"),
+        (f"zh_CN/{path}", path, "en"),
+    ]:
+        driver.get(f"{base}/{start}")
+        links = driver.find_elements("css selector", "a.effpt-language")
+        if not links:
+            problems.append(f"{start}: no language switch")
+            continue
+        driver.get(links[0].get_attribute("href"))
+        landed = urlparse(driver.current_url).path.lstrip("/")
+        page_lang = driver.execute_script("return document.documentElement.lang")
+        if landed != expected or not page_lang.lower().startswith(lang.lower()[:2]):
+            problems.append(
+                f"{start}: the switch led to {landed!r} (lang {page_lang!r}), "
+                f"expected {expected!r} in {lang}"
+            )
+    return problems
 
 
 def main() -> int:
@@ -158,6 +183,10 @@ def main() -> int:
     pages += sorted(str(p.relative_to(site)) for p in (site / "explanations").glob("*.html"))
     pages += sorted(str(p.relative_to(site)) for p in (site / "auto_examples").rglob("*.html"))
     pages = list(dict.fromkeys(pages))
+    if not (site / "zh_CN" / "index.html").is_file():
+        print(f"FAIL: no Chinese edition in {site / 'zh_CN'}: build it with `nox -s docs`")
+        return 1
+    pages += [f"zh_CN/{path}" for path in pages if (site / "zh_CN" / path).is_file()]
     axe_source = axe_js.read_text(encoding="utf-8")
     server, base = serve(site)
     driver = make_driver()
@@ -182,11 +211,18 @@ def main() -> int:
             if path:
                 driver.get(f"{base}/{path}")
                 driver.save_screenshot(str(shots / f"{name}.png"))
-        search = check_search(driver, base)
-        driver.save_screenshot(str(shots / "search.png"))
-        if search:
-            failures["search.html"] = search
-        print(f"{'FAIL' if search else 'ok  '} search for 'broadcast'")
+        for prefix, term in [("", "broadcast"), ("zh_CN/", "广播")]:
+            search = check_search(driver, base, prefix, term)
+            driver.save_screenshot(str(shots / f"search{'-zh_CN' if prefix else ''}.png"))
+            if search:
+                failures[f"{prefix}search.html"] = search
+            print(f"{'FAIL' if search else 'ok  '} search {prefix or 'en'} for {term!r}")
+        for path in ("index.html", first_example):
+            if path:
+                switch = check_language_switch(driver, base, path)
+                if switch:
+                    failures[f"switch on {path}"] = switch
+                print(f"{'FAIL' if switch else 'ok  '} language switch on {path}, both ways")
     finally:
         driver.quit()
         server.shutdown()

@@ -111,8 +111,8 @@ assert abs(dy_dx.item() - exact.item()) < 1e-9 and round(dy_dx.item(), 4) == -0.
 # ----------------------------------------
 # :func:`torch.autograd.gradcheck` compares the backward pass with finite differences of
 # the forward. Use float64: in float32 the finite differences are noisier than its
-# tolerance. It passes for several points at once, and it catches a backward with the
-# sign forgotten.
+# tolerance. ``gradcheck`` passes for several points at once here, and it catches a
+# backward with the sign forgotten.
 xs = torch.tensor([-0.7, 0.1, 0.5, 0.9], dtype=torch.float64, device=device, requires_grad=True)
 guess = torch.full_like(xs, 0.5)
 print(

@@ -243,7 +243,7 @@ assert np.shares_memory(np.from_dlpack(shared), arr)
 # takes ``map_location`` to choose the device (a GPU checkpoint loads on a CPU-only
 # machine) and ``weights_only=True`` (the default since torch 2.6), which refuses
 # anything but tensors and plain containers, so that loading an untrusted file cannot
-# run code. It saves the whole storage, though: a
+# run code. ``torch.save`` writes a view's whole storage, though: a
 # 10-element slice of a million-element tensor writes 4 MB, its ``clone()`` under 2 kB.
 import tempfile
 from pathlib import Path

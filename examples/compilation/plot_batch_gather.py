@@ -196,8 +196,10 @@ if device.type == "cpu":
 # its own row, reaches into the *previous* element's rows instead. With three batch
 # elements of four rows each, the first picking its row 0 and the others index ``-1``,
 # the loop returns 0, 7 and 11; both flat versions hand the last two elements their
-# neighbour's last row. (Where the very first element's index is negative,
-# index_select at least raises: the position falls before the start of the table.)
+# neighbour's last row. An index past the end of its own rows (``4`` here) reaches
+# into the *next* element's rows the same way. (Where the very first element's index
+# is negative, index_select at least raises: the position falls before the start of
+# the table.)
 # :func:`effpt.ops.batch_gather` is ``gather_index_select`` hardened: it checks shapes,
 # dtypes and devices with errors that name them, maps negative indices into their own
 # row, does its bounds arithmetic in int64 whatever the index's integer dtype, and
@@ -219,6 +221,8 @@ assert gather_loop(tiny, last_but_first).flatten().tolist() == [0.0, 7.0, 11.0]
 assert gather_flat(tiny, last_but_first).flatten().tolist() == [0.0, 3.0, 7.0]
 assert gather_index_select(tiny, last_but_first).flatten().tolist() == [0.0, 3.0, 7.0]
 assert torch.equal(batch_gather(tiny, last_but_first), gather_loop(tiny, last_but_first))
+past_the_end = torch.tensor([[4], [0], [0]], device=device)
+assert gather_flat(tiny, past_the_end).flatten().tolist() == [4.0, 4.0, 8.0]
 # sphinx_gallery_end_ignore
 
 # %%
@@ -252,8 +256,10 @@ assert torch.equal(batch_gather(data, index), gather_loop(data, index))
 # Timing over batch sizes
 # -----------------------
 # Every variant is timed with :func:`effpt.bench.compare` at each batch size, after a
-# check that it returns exactly what the loop returns. Each measurement repeats until
-# its spread is small or its time budget is spent, and keeps its quartiles.
+# check that it returns exactly what the loop returns. The variants take turns, one
+# block of each per round, so that a change in the machine's load hits them alike;
+# the rounds go on until the spreads are small or the time budget is spent, and each
+# measurement keeps its quartiles.
 from effpt.bench import compare, speedup
 
 batch_sizes = (
@@ -349,14 +355,14 @@ assert _slope("flat + index_select") < _slope("python loop"), _slope("flat + ind
 # sphinx_gallery_end_ignore
 
 # %%
-# The loops pay per batch element from the start: their slope is close to one. The
-# vectorised versions grow more slowly over this range, because at small batches
-# their time is mostly the fixed cost of the few operations they run (see
-# :doc:`plot_where_time_goes`), which does not grow with the batch. A point that
-# leaves its line's trend while its own bar stays short is this shared machine
-# changing its load between two measurements: an interquartile range describes the
-# spread within one measurement, not the drift between measurements taken seconds
-# apart. Trust the trend, and a ratio only as far as its interval.
+# The loops pay per batch element from the start: their slope is close to one.
+# ``flat + index_select`` grows far more slowly over this range, because at small
+# batches its time is mostly the fixed cost of the few operations it runs (see
+# :doc:`plot_where_time_goes`), which does not grow with the batch. Each batch size is
+# a separate comparison, seconds after the previous one, and this shared machine's
+# load changes in between; a point that leaves its line's trend, above all one with a
+# long bar (repeats that disagree), says more about the machine than about the
+# method. Trust the trend, and a ratio only as far as its interval.
 #
 # The guide's claims against this machine
 # ---------------------------------------
@@ -384,9 +390,9 @@ print(
 # %%
 # Summary
 # -------
-# - A Python loop over the batch costs a few small operations per element; compiling
-#   the loop gains far less than vectorising it. TorchScript's gain varies from run to
-#   run; :func:`torch.compile` unrolls the loop into a graph that grows with the batch
+# - A Python loop over the batch costs a few small operations per element. At the
+#   largest batch, scripting the loop with TorchScript gains far less than vectorising
+#   it; :func:`torch.compile` unrolls the loop into a graph that grows with the batch
 #   and is tied to its size.
 # - One flat index (batch offset plus row) does the same work in a single call; create
 #   its offsets on the data's device, never with ``.cuda()``.

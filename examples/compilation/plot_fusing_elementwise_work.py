@@ -109,10 +109,11 @@ assert max_error(fused, reference) < 1e-5
 # ----------------------------------------
 # The notebook fused the IoU with TorchScript and measured 238 µs eager against
 # 40.3 µs fused for 100,000 pairs on a GPU, 5.9× faster. It picked TorchScript's legacy
-# fuser, which current releases no longer use: a traced or scripted function now runs
-# under the *profiling* executor, which fuses with NNC after a few calls. On a GPU, NNC
-# compiles its kernels at run time with NVRTC; on a CPU it needs an LLVM backend that
-# the standard wheels leave out, so nothing fuses there. TorchScript is deprecated
+# fuser, which current releases no longer use by default: a traced or scripted function
+# now runs under the *profiling* executor, which fuses with NNC after a few calls. On a
+# GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
+# off by default and would also need an LLVM backend that the standard wheels leave
+# out, so nothing fuses there. TorchScript is deprecated
 # (:doc:`plot_torchscript_to_compile`); its warnings are silenced, by message and
 # module, around the calls. Count the fusion groups in the optimised graph:
 import contextlib
@@ -233,11 +234,12 @@ for name, row in bandwidth.items():
 # On the left, time per call with each measurement's interquartile range: flat at
 # small sizes, where the fixed cost of running operations dominates, then rising in
 # proportion to the size, where moving the bytes dominates. On the right, the same
-# measurements as effective bandwidth. Where the copy's line falls as the pairs grow,
-# the data has outgrown a cache; a fused kernel bound by memory falls with it, so a
-# fall in both is the memory's doing, not the kernel's. The copy is a yardstick, not
-# a ceiling: it writes as many bytes as it reads, while the IoU writes one byte for
-# every eight it reads, and on most CPUs a write first reads the memory it replaces.
+# measurements as effective bandwidth. When the data outgrows a cache, the copy's
+# line falls and stays lower, and a fused kernel bound by memory falls with it: a fall
+# in both is the memory's doing, not the kernel's (a single point off its line is more
+# likely this shared machine's noise). The copy is a yardstick, not a ceiling: it
+# writes as many bytes as it reads, while the IoU writes one byte for every eight it
+# reads, and on most CPUs a write first reads the memory it replaces.
 import matplotlib.pyplot as plt
 
 fig, (ax_time, ax_bw) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
@@ -261,11 +263,13 @@ plt.show()
 # The notebook's figures against this machine
 # --------------------------------------------
 # The notebook timed 100,000 pairs on a GPU: 238 µs eager, 40.3 µs with TorchScript's
-# fuser, 5.9× faster. The same size here, and the largest size, with each speed-up's
-# interval and verdict:
+# fuser, 5.9× faster. Below, the smallest size, the notebook's and the largest, each
+# speed-up with its interval and verdict. At the smallest size both versions pay
+# mostly fixed costs, and the compiled function adds its own (checking its guards,
+# calling the generated code), so fusion need not win there.
 from effpt.bench import speedup
 
-for n in (10**5, sizes[-1]):
+for n in (sizes[0], 10**5, sizes[-1]):
     line = f"{n:>11,} pairs: eager {format_seconds(records['eager', n].median_s)}"
     for name in variants:
         if name != "eager" and (name, n) in records:

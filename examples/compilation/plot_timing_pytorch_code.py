@@ -5,8 +5,8 @@ Time PyTorch code so that the numbers mean something
 Every other page in this family claims that one version of some code is faster than
 another, and such claims are only as good as the timing behind them. This page writes a
 correct timer in a dozen lines (warm up, synchronise, repeat, report the median and the
-spread), shows the mistakes it avoids, checks it against PyTorch's own timer, and works
-through a case where measuring changes which formula you should use.
+spread), shows the mistakes it avoids, checks it against PyTorch's own timer, and times
+two formulas for one loss, where only a measurement on your device says which to use.
 
 Why the rules below exist is explained in :doc:`/explanations/timing`.
 
@@ -71,7 +71,7 @@ else:
         finished = time.perf_counter() - start
 print(f"timer stopped after the call:       {launched * 1e3:8.3f} ms")
 print(f"timer stopped after waiting for it: {finished * 1e3:8.3f} ms")
-print(f"the first timer missed {1 - launched / finished:.0%} of the time")
+print(f"the first timer missed {1 - launched / finished:.1%} of the time")
 
 # sphinx_gallery_start_ignore
 torch.testing.assert_close(c, a @ b)
@@ -116,13 +116,14 @@ print(f"{n}×{n} matrix product: median {median * 1e3:.2f} ms, IQR {iqr * 1e3:.2
 
 # %%
 # The rest of this site times with :func:`effpt.bench.time_callable`, the same timer
-# hardened: it chooses ``number`` itself so that a block lasts at least 20 ms, repeats
-# at least five times and then until the IQR is within 5 % of the median or its time
-# budget is spent, checks its arguments, and returns a :class:`~effpt.bench.Timing`
-# with the quartiles. :func:`effpt.bench.compare` times several variants of one task,
-# prints each speed-up with the interval the spread allows (an interval containing 1
-# is reported as inconclusive) and records the numbers for the site's
-# :doc:`measurements page </measurements>`.
+# hardened: it chooses ``number`` itself, aiming at blocks of at least 20 ms, repeats
+# at least five times and then until the IQR is within 5 % of the median, its time
+# budget is spent or 30 blocks ran, checks its arguments, and returns a
+# :class:`~effpt.bench.Timing` with the quartiles. :func:`effpt.bench.compare` times
+# several variants of one task in turns, one block of each per round, so that a change
+# in the machine's load hits them alike; it prints each speed-up with the interval the
+# spread allows (an interval containing 1 is reported as inconclusive) and records the
+# numbers for the site's :doc:`measurements page </measurements>`.
 #
 # The first call pays for everything lazy
 # ---------------------------------------
@@ -250,8 +251,12 @@ for name, t in timings.items():
 
 one_thread, same_threads, ours = timings.values()
 for label, timing in (("1 thread", one_thread), (f"{threads} threads", same_threads)):
-    ratio = speedup(timing, ours)
-    outcome = {"inconclusive": "no difference beyond the noise"}.get(ratio.verdict, ratio.verdict)
+    ratio = speedup(timing, ours)  # Timer's time / time_callable's time
+    outcome = {
+        "inconclusive": "no difference beyond the noise",
+        "faster": "Timer's figure is higher",
+        "slower": "Timer's figure is lower",
+    }[ratio.verdict]
     print(f"Timer on {label} / time_callable: {ratio}, {outcome}")
 
 # sphinx_gallery_start_ignore
@@ -406,10 +411,10 @@ assert "aten::mm" in top_ops["matmul"][:6], top_ops["matmul"][:6]
 #   clock, uses ``time.perf_counter()``, repeats, and reports the median with the IQR;
 #   :func:`effpt.bench.time_callable` is that timer, with the number of calls and of
 #   repeats chosen for you.
-# - ``torch.utils.benchmark.Timer`` agrees with it only like for like: it runs one
-#   thread unless given ``num_threads``.
+# - Compare ``torch.utils.benchmark.Timer`` with another timer like for like: it runs
+#   one thread unless given ``num_threads``.
 # - ``.item()``, ``.cpu()``, ``print(tensor)`` and data-dependent shapes wait for the
 #   device; keep them out of hot loops.
 # - Check that a faster version computes the same thing before timing it, and report
-#   a speed-up with its interval: the formula can matter more than the implementation,
-#   but which formula wins depends on the device.
+#   a speed-up with its interval: a gain measured on one device (8.6× on the
+#   notebook's GPU) is not a gain on another until it is measured there.

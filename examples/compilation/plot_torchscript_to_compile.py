@@ -100,12 +100,13 @@ assert torch.equal(traced(cube), torch.full((2, 2, 2), 16.0))
 # sphinx_gallery_end_ignore
 
 # %%
-# Scripting needs types for everything that is not a tensor
-# ---------------------------------------------------------
-# TorchScript is statically typed and assumes that an unannotated argument is a
-# tensor, so a list passed for it is rejected at call time. Older code therefore
-# annotates its arguments with :mod:`typing`'s ``List[T]``, ``Tuple[...]`` (a fixed
-# number of elements, each of a fixed type) and ``Optional[T]`` (a ``T`` or ``None``).
+# Scripting needs types for arguments that are not tensors
+# --------------------------------------------------------
+# TorchScript is statically typed. It infers the types of local variables, but it
+# assumes that an unannotated argument is a tensor, so a list passed for it is
+# rejected at call time. Older code therefore annotates its arguments with
+# :mod:`typing`'s ``List[T]``, ``Tuple[...]`` (a fixed number of elements, each of a
+# fixed type) and ``Optional[T]`` (a ``T`` or ``None``).
 # An ``Optional`` must be *refined* before use: inside ``if scale is not None:``
 # TorchScript knows that ``scale`` is a ``float``.
 
@@ -321,9 +322,12 @@ else:
 # torch.export for deployment
 # ---------------------------
 # :func:`torch.export.export` captures a whole module ahead of time into an
-# :class:`torch.export.ExportedProgram`: one graph of core ATen operators with the
-# weights, no Python needed to run it, and no graph breaks allowed. Shapes are fixed
-# to the example's unless a dimension is declared dynamic, as the batch is here.
+# :class:`torch.export.ExportedProgram`: one graph of ATen operators with the weights,
+# which runtimes without Python can execute, and no graph breaks allowed. Shapes are
+# fixed to the example's unless a dimension is declared dynamic, as the batch is here.
+# The graph keeps composite operators such as ``linear`` (printed below);
+# :meth:`~torch.export.ExportedProgram.run_decompositions` lowers them to the smaller
+# core ATen set that backends implement (``linear`` becomes ``permute`` and ``addmm``).
 from torch.export import Dim
 
 exported = torch.export.export(
@@ -342,8 +346,9 @@ assert torch.equal(exported.module()(three), model(three))
 
 # %%
 # :func:`torch.export.save` writes the program and its weights to one ``.pt2`` file;
-# :func:`torch.export.load` reads it back without the model's Python class. The same
-# file feeds AOTInductor for C++ deployment and ExecuTorch for phones.
+# :func:`torch.export.load` reads it back without the model's Python class. An
+# exported program, fresh or loaded, is what AOTInductor compiles for C++ deployment
+# and what ExecuTorch lowers for phones.
 torch.export.save(exported, workdir / "model.pt2")
 reloaded = torch.export.load(workdir / "model.pt2")
 print(f"{(workdir / 'model.pt2').stat().st_size:,} bytes on disk")
@@ -363,8 +368,8 @@ shutil.rmtree(workdir)
 #   ``save`` and ``load``); keep it only to read old models, and silence its warning by
 #   message and module, not by category, which has changed between releases.
 # - Tracing records one run: loops and branches that depend on the input are frozen
-#   to the example's path, silently. Scripting needs ``List``, ``Tuple`` and
-#   ``Optional`` annotations for everything that is not a tensor.
+#   to the example's path, silently. Scripting needs a type for every argument that
+#   is not a tensor (``List``, ``Tuple``, ``Optional`` in older code).
 # - :func:`torch.compile` captures while running and compiles again when a guard fails,
 #   so control flow stays correct; each new case costs a compilation, much cheaper when
 #   Inductor's on-disk cache already holds its code. ``torch._dynamo.explain`` shows

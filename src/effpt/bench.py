@@ -189,7 +189,7 @@ def time_callable(
     dev = pick_device() if device is None else torch.device(device)
     number = _warm_up(fn, dev, warmup, number, min_block_s)
     per_call: list[float] = []
-    began = time.perf_counter()
+    began = time.perf_counter()  # the budget counts timed blocks only, not the warm-up
     while not _enough([per_call], repeats, began, budget_s, target_spread, number):
         per_call.append(_block(fn, dev, number))
     return Timing(per_call=tuple(per_call), number=number)
@@ -204,11 +204,16 @@ def _warm_up(
     synchronize(dev)
     if number is not None:
         return number
-    start = time.perf_counter()
-    fn()
-    synchronize(dev)
-    one = max(time.perf_counter() - start, 1e-9)
-    return max(1, min(100_000, math.ceil(min_block_s / one)))
+    # Size blocks on the fastest of a few calls: one slow call (a page fault, another
+    # process) would otherwise shrink every block to a few calls and inflate the median.
+    # Callables slower than a few blocks' worth are sized on what they took.
+    times: list[float] = []
+    while len(times) < 3 and sum(times) < 5 * min_block_s:
+        start = time.perf_counter()
+        fn()
+        synchronize(dev)
+        times.append(max(time.perf_counter() - start, 1e-9))
+    return max(1, min(100_000, math.ceil(min_block_s / min(times))))
 
 
 def _block(fn: Callable[[], Any], dev: torch.device, number: int) -> float:
@@ -299,10 +304,10 @@ def compare(
     machine = describe(dev)
     names = list(variants)
     numbers, samples = {}, {name: [] for name in names}
-    began = time.perf_counter()
     try:
         for name in names:
             numbers[name] = _warm_up(variants[name], dev, warmup, number, 0.02)
+        began = time.perf_counter()
         # Round robin: one block of each variant per round, so that a change in the
         # machine's load during the comparison hits every variant alike.
         budget = budget_s * len(names)

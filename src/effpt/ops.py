@@ -184,8 +184,9 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
 
     Computes the squared distances as ``|x_i|² + |x_j|² - 2 <x_i, x_j>`` with one matrix
     product and reduces with a log-sum-exp, which stays finite for large ``t``. Equal
-    to ``torch.pdist(x).pow(2).mul(-t).exp().mean().log()``, and much faster to
-    differentiate than :func:`torch.pdist`.
+    to ``torch.pdist(x).pow(2).mul(-t).exp().mean().log()``. On a GPU it is much faster
+    to differentiate than :func:`torch.pdist` (8.6× in Thomas Viehmann's measurement);
+    on a CPU the gain is small and varies, as the timing page shows.
 
     The points are centred first, so the result does not depend on where the cloud
     sits: the same unit vectors shifted by 1000 give the same loss in float32. The

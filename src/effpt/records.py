@@ -70,8 +70,8 @@ class Ratio:
     ('415× (401–434)', '1.27× (1.27–1.27)')
     >>> str(Ratio(0.52, 0.2, 1.1)), str(Ratio(1.57, 1.23, 2.41))
     ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
-    >>> str(Ratio(1.31, 1.04, 2.02))  # faster: the low bound is not rounded down to 1.0
-    '1.31× (1.04–2.02)'
+    >>> str(Ratio(1.69, 1.01, 2.02))  # faster: the low bound is not rounded down to 1.0
+    '1.7× (1.01–2.0)'
 
     """
 
@@ -92,27 +92,28 @@ class Ratio:
         """Decimals the interval supports: three significant digits only when it is tight.
 
         Two significant digits when the interval is narrower than half the value, one
-        when it is wider (but always one decimal below 10×, so that a bound of 1.3 is
-        not shown as 1): a ratio is never printed more precisely than it is known.
+        when it is wider (but always one decimal below 10×, so that 1.3× is not shown
+        as 1×): a ratio is never printed more precisely than it is known.
         """
         finite = all(math.isfinite(v) and v > 0 for v in (self.value, self.low, self.high))
         if not finite:
             return 0
         width = self.high - self.low
         digits = 3 if width < 0.02 * self.value else 2 if width < 0.5 * self.value else 1
-        decimals = max(digits - 1 - math.floor(math.log10(self.value)), 1 if self.value < 10 else 0)
-        # A decisive interval is never printed as touching 1 ("1.0–1.4 faster").
-        while self.verdict != "inconclusive" and decimals < 3:
-            if not round(self.low, decimals) <= 1 <= round(self.high, decimals):
-                break
+        decimals = digits - 1 - math.floor(math.log10(self.value))
+        return max(decimals, 1 if self.value < 10 else 0)
+
+    def _bound(self, bound: float, decimals: int) -> str:
+        """A bound, with more decimals only if rounding would make a decisive one touch 1."""
+        while self.verdict != "inconclusive" and decimals < 3 and round(bound, decimals) == 1:
             decimals += 1
-        return decimals
+        return f"{bound:.{decimals}f}"
 
     def __str__(self) -> str:
         if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
             return "n/a"
         d = self.decimals()
-        return f"{self.value:.{d}f}× ({self.low:.{d}f}–{self.high:.{d}f})"
+        return f"{self.value:.{d}f}× ({self._bound(self.low, d)}–{self._bound(self.high, d)})"
 
 
 def _quartiles_of(x: Any) -> tuple[float, float, float]:

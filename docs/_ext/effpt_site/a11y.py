@@ -8,17 +8,20 @@ docs/_templates/search-button-field.html names the search button.
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
+
+from effpt_site.i18n import language_of, translate
+
+#: The name given to the sidebar's expand/collapse toggles (translated per language).
+TOGGLE_NAME = "Show or hide this section's pages"
 
 FIXES = [
     # summary-name: the sidebar's expand/collapse toggles are icon-only <summary> elements.
     (
         re.compile(r'<summary><span class="toctree-toggle" role="presentation">'),
-        (
-            '<summary aria-label="Show or hide this section\'s pages">'
-            '<span class="toctree-toggle" role="presentation">'
-        ),
+        ('<summary aria-label="{toggle}"><span class="toctree-toggle" role="presentation">'),
     ),
     # link-name: the link covering a gallery thumbnail gets the page title as its name.
     (
@@ -36,9 +39,11 @@ def fix_accessibility(app, exception) -> None:
     """build-finished hook: apply :data:`FIXES` to every HTML page written."""
     if exception is not None or app.builder.format != "html":
         return
+    toggle = html.escape(translate(language_of(app), TOGGLE_NAME), quote=True)
+    fixes = [(pattern, replacement.replace("{toggle}", toggle)) for pattern, replacement in FIXES]
     for page in Path(app.outdir).rglob("*.html"):
         text = original = page.read_text(encoding="utf-8")
-        for pattern, replacement in FIXES:
+        for pattern, replacement in fixes:
             text = pattern.sub(replacement, text)
         if text != original:
             page.write_text(text, encoding="utf-8")

@@ -8,6 +8,7 @@ page, as its title does.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from pathlib import Path
 
 from docutils import nodes
@@ -17,6 +18,8 @@ from sphinx import addnodes
 from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
+from effpt.device import describe
+from effpt_site.i18n import freeze, language_of, lookup, translate
 from effpt_site.images import card_picture
 from effpt_site.layout import family_dirs, generated_dir, header_title_and_intro, reading_order
 
@@ -79,6 +82,55 @@ def family_picture(images: Path, order: list[str]) -> Path | None:
     return None
 
 
+def build_stamp(machine: str, day: datetime, language: str = "en") -> str:
+    """One sentence saying when and on what this copy was built, from ``describe()``.
+
+    ``"x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0"`` becomes "Built on 2026-11-21
+    on an x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0"; a GPU's CUDA version
+    goes in brackets after its name.
+
+    Examples
+    --------
+    >>> from datetime import datetime
+    >>> build_stamp("x86_64 CPU, 2 threads · torch 2.13.0", datetime(2026, 11, 21), "zh_CN")
+    '本站的这份副本于 2026-11-21 在 x86_64 CPU, 2 threads 上构建，使用 torch 2.13.0。'
+    """
+    parts = [part.strip() for part in machine.split(" · ")]
+    torch_part = next((p for p in parts if p.startswith("torch ")), None)
+    others = [p for p in parts if p != torch_part]
+    where = others[0] if others else "an unnamed machine"
+    if len(others) > 1:
+        where += f" ({', '.join(others[1:])})"
+    if language != "en":
+        template = (
+            "Built on {day} on {where}, with {torch}."
+            if torch_part
+            else "Built on {day} on {where}."
+        )
+        return translate(language, template, day=f"{day:%Y-%m-%d}", where=where, torch=torch_part)
+    first = where.split()[0]
+    vowel_sound = first[0].lower() in "aeiox" or (first.isupper() and first[0] in "AEFHILMNORSX")
+    sentence = f"Built on {day:%Y-%m-%d} on {'an' if vowel_sound else 'a'} {where}"
+    return sentence + (f", with {torch_part}." if torch_part else ".")
+
+
+class BuildStampDirective(Directive):
+    """The landing page's line saying when and on what this copy was built.
+
+    Made here, in the build's language, and never offered to translators: it changes
+    with every build.
+    """
+
+    has_content = False
+
+    def run(self):
+        language = language_of(self.state.document.settings.env.app)
+        text = build_stamp(describe(), datetime.now(timezone.utc), language)
+        paragraph = nodes.paragraph(classes=["effpt-build-stamp"])
+        paragraph += nodes.emphasis(text=text)
+        return [freeze(paragraph)]
+
+
 class FamiliesDirective(Directive):
     """Cards for the lesson families, each with its picture and the titles of its pages."""
 
@@ -90,7 +142,7 @@ class FamiliesDirective(Directive):
         gallery = app.config.sphinx_gallery_conf["gallery_dirs"]
         cards = nodes.container(classes=["effpt-cards"])
         for number, folder in enumerate(family_dirs(app), start=1):
-            title, intro = header_title_and_intro(folder)
+            _title, intro = header_title_and_intro(folder)
             order = reading_order(folder)
             family_doc = f"{gallery}/{folder.name}/index"
             card = nodes.container(classes=["effpt-card"])
@@ -106,13 +158,16 @@ class FamiliesDirective(Directive):
                 )
             heading = nodes.paragraph(classes=["effpt-card-title"])
             heading += nodes.strong(text=f"{number}. ")
-            heading += doc_link(family_doc, title, env.docname)
+            heading += page_link(env, family_doc)  # the family page's title, translated too
             card += heading
+            # The intro is the family page's first paragraph: in a translated edition it
+            # comes from that page's catalogue, so it is not a message of this page.
+            intro = lookup(app, family_doc, intro) or intro
             parsed = nodes.container()
             nested_parse_with_titles(
                 self.state, StringList([intro], source=str(folder / "GALLERY_HEADER.rst")), parsed
             )
-            card += parsed.children
+            card += [freeze(child) for child in parsed.children]
             lessons = nodes.enumerated_list(enumtype="arabic", classes=["effpt-lessons"])
             for name in order:
                 script = folder / name
@@ -128,6 +183,7 @@ class FamiliesDirective(Directive):
 
 
 def setup(app) -> None:
+    app.add_directive("effpt-build-stamp", BuildStampDirective)
     app.add_directive("effpt-families", FamiliesDirective)
     app.add_node(page_title_link)
     app.connect("doctree-resolved", resolve_page_titles)

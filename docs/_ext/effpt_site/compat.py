@@ -121,14 +121,16 @@ class BadgeDirective(Directive):
         for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
             env.note_dependency(str(path))
         paragraph = nodes.paragraph(classes=["effpt-badge"])
-        paragraph += nodes.Text(badge_text(load_matrix(env.srcdir), stem, language) + " (")
+        paragraph += nodes.Text(
+            badge_text(load_matrix(env.srcdir), stem, language) + translate(language, " (")
+        )
         ref = pending_xref(
             "", refdomain="std", reftype="doc", reftarget="/compatibility", refexplicit=True
         )
         ref += nodes.inline(text=translate(language, "compatibility"))
         paragraph += ref
-        paragraph += nodes.Text(")")
-        return [paragraph]
+        paragraph += nodes.Text(translate(language, ")"))
+        return [freeze(paragraph)]
 
 
 def _details(summary: str, body: str) -> list[str]:
@@ -165,7 +167,9 @@ class CompatibilityDirective(Directive):
         for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
             env.note_dependency(str(path))
         if not runs:
-            return [nodes.paragraph(text=t("The torch matrix has not been run for this copy."))]
+            return [
+                freeze(nodes.paragraph(text=t("The torch matrix has not been run for this copy.")))
+            ]
         pages = example_pages(env.app)
         versions = [run["torch"] for run in runs]
         lines = [

@@ -42,7 +42,9 @@ class ExecutionTimesDirective(Directive):
             rows.append((data["time"], data.get("memory", 0.0), family, stem, docname))
             totals[family] = totals.get(family, 0.0) + data["time"]
         if not rows:
-            return [nodes.paragraph(text=t("No example has been executed in this build tree."))]
+            return [
+                freeze(nodes.paragraph(text=t("No example has been executed in this build tree.")))
+            ]
         rows.sort(reverse=True)
         total = sum(totals.values())
         slowest = rows[0]

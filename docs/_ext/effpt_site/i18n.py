@@ -22,6 +22,7 @@ twice). This module adds what that pipeline lacks:
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "Peak GPU memory allocated by torch: {mib} MiB.": "torch 分配的 GPU 显存峰值：{mib} MiB。",
         "Not executed in this build: {reason}": "本次构建未执行此页：{reason}",
         "Verified on torch {versions}": "已在 torch {versions} 上验证",
+        " (": "（",
+        ")": "）",
         "failed on {versions}": "在 {versions} 上失败",
         "Not verified on any torch": "尚未在任何 torch 版本上验证通过",
         "Not yet run by the torch matrix": "尚未经 torch 版本矩阵运行",
@@ -54,6 +57,9 @@ MESSAGES: dict[str, dict[str, str]] = {
             "此译文比英文页面旧：全部 {total} 段中有 {count} 段在译好之前以英文显示。"
         ),
         "Read the English page": "阅读英文页面",
+        "Show or hide this section's pages": "展开或收起本节的页面",
+        "Built on {day} on {where}, with {torch}.": "本站的这份副本于 {day} 在 {where} 上构建，使用 {torch}。",
+        "Built on {day} on {where}.": "本站的这份副本于 {day} 在 {where} 上构建。",
         # the execution-times page
         "No example has been executed in this build tree.": "本构建目录中还没有执行过任何示例。",
         "The whole gallery ran in **{total} s**; the slowest page is {page} at **{seconds} s**.": (
@@ -175,6 +181,29 @@ def freeze(node: nodes.Node) -> nodes.Node:
     for element in node.findall(nodes.TextElement):
         element["translatable"] = False
     return node
+
+
+_LOOKUPS: dict[Path, dict[str, str]] = {}
+
+
+def lookup(app, docname: str, message: str) -> str | None:
+    """The translation of ``message`` in the catalogue of page ``docname``, if any.
+
+    For text one page shows from another page's source (the landing page's family
+    intros), so that it is translated once, in the page it belongs to.
+    """
+    language = language_of(app)
+    if language == "en":
+        return None
+    path = Path(app.srcdir) / "locale" / language / "LC_MESSAGES" / f"{docname}.po"
+    if path not in _LOOKUPS:
+        table = {}
+        if path.is_file():
+            for entry in read_catalogue(path):
+                if entry.id and entry.string and not entry.fuzzy:
+                    table[" ".join(entry.id.split())] = entry.string
+        _LOOKUPS[path] = table
+    return _LOOKUPS[path].get(" ".join(message.split()))
 
 
 # -- the catalogues ---------------------------------------------------------------------
@@ -407,12 +436,69 @@ def _note_stale(app, doctree, docname: str) -> None:
     target.insert(index + 1, note)
 
 
+_THUMB_TITLE = re.compile(r'(<div class="sphx-glr-thumbnail-title">)(.*?)(</div>)', re.DOTALL)
+_TOOLTIP = re.compile(r'(<div class="sphx-glr-thumbcontainer" tooltip=")[^"]*(")')
+
+
+def _translate_thumbnails(app, doctree, docname: str) -> None:  # noqa: ARG001
+    """doctree-resolved: gallery cards in the reader's language.
+
+    sphinx-gallery writes each card's title and tooltip as raw HTML, which catalogues
+    cannot reach. In a translated build both become the page's translated title, which
+    Sphinx has from the page's own catalogue.
+    """
+    if language_of(app) == "en":
+        return
+    from effpt_site.layout import example_pages, examples_dir  # noqa: PLC0415
+
+    translated = {}
+    for stem, page in example_pages(app).items():
+        script = examples_dir(app) / page.split("/")[-2] / f"{stem}.py"
+        lines = script.read_text(encoding="utf-8").splitlines()
+        english = lines[1].replace("``", "").strip() if len(lines) > 1 else ""
+        if page in app.env.titles:
+            translated[english] = app.env.titles[page].astext()
+    pending_tooltip = None
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if 'class="sphx-glr-thumbcontainer" tooltip="' in text:
+            pending_tooltip = raw
+        match = _THUMB_TITLE.search(text)
+        if match is None:
+            continue
+        title = translated.get(html.unescape(match.group(2)).strip())
+        if title is None:
+            continue
+        escaped = html.escape(title)
+        new = _THUMB_TITLE.sub(lambda m, e=escaped: m.group(1) + e + m.group(3), text)
+        raw.replace(raw.children[0], nodes.Text(new))
+        if pending_tooltip is not None:
+            old = pending_tooltip.astext()
+            new = _TOOLTIP.sub(lambda m, e=escaped: m.group(1) + e + m.group(2), old)
+            pending_tooltip.replace(pending_tooltip.children[0], nodes.Text(new))
+            pending_tooltip = None
+
+
+#: pydata-sphinx-theme options that are text a reader sees, per language.
+THEME_TEXT = {"zh_CN": {"search_bar_text": "搜索文档……", "icon_links_label": "图标链接"}}
+
+
+def _theme_text(app, config) -> None:  # noqa: ARG001  (Sphinx's signature)
+    """config-inited: the theme's visible option texts in the build's language."""
+    options = THEME_TEXT.get(config.language or "en")
+    if options:
+        config.html_theme_options = {**config.html_theme_options, **options}
+
+
 def setup(app) -> None:
-    # A float, or a string when given with -D effpt_translation_threshold=0.5.
-    app.add_config_value("effpt_translation_threshold", 0.95, "env", types=(float, str))
+    # A string default, so that -D effpt_translation_threshold=0.5 can override it
+    # (Sphinx converts -D values only for str, int, bool and list defaults).
+    app.add_config_value("effpt_translation_threshold", "0.95", "env", types=(float, str))
+    app.connect("config-inited", _theme_text)
     app.connect("builder-inited", _check_catalogues)
     app.connect("doctree-read", _keep_docstrings_english, priority=400)
     app.connect("doctree-read", _count_page, priority=600)
     app.connect("env-purge-doc", _forget_page)
     app.connect("doctree-resolved", _note_stale)
+    app.connect("doctree-resolved", _translate_thumbnails)
     app.connect("build-finished", _report_coverage)

@@ -20,7 +20,7 @@ from docutils.parsers.rst import Directive, directives
 from sphinx.errors import ExtensionError
 
 import effpt
-from effpt_site.i18n import language_of, translate
+from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import STAMP_SUFFIX, example_pages, examples_dir, generated_dir
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
@@ -124,35 +124,38 @@ def freshness(app, docname: str, source: list[str]) -> None:
     source[0] = text
     for image in _IMAGE.findall(text):
         check_image(Path(app.srcdir) / image.lstrip("/"), docname)
-    if str(app.config.plot_gallery).strip().lower() in {"0", "false", "no", "off"}:
-        return  # a --no-exec build: pages keep the outputs of their last execution
-    check_not_failed(app, script, docname)
-    not_executed = dict(app.config.effpt_not_executed)
+    executing = str(app.config.plot_gallery).strip().lower() not in {"0", "false", "no", "off"}
     cost = Path(app.srcdir, docname).with_suffix(".cost.json")
     seconds = json.loads(cost.read_text())["time"] if cost.is_file() else 0.0
-    pattern = app.config.sphinx_gallery_conf.get("filename_pattern", "")
-    if seconds <= 0 and pattern and not re.search(pattern, str(script)):
-        # A build restricted to some examples (nox -s docs -- --example NAME) that never
-        # ran this one: say so instead of failing on its missing cost file.
-        not_executed.setdefault(stem, f"this build executed only examples matching {pattern!r}")
-    if seconds <= 0 and stem not in not_executed:
-        msg = (
-            f"{docname}: the example reports zero execution time but did not raise; run it, "
-            "or list it in effpt_not_executed in conf.py with the reason"
-        )
-        raise ExtensionError(msg)
     stamp_file = generated_dir(app) / "_records" / f"{stem}{STAMP_SUFFIX}"
+    not_executed = dict(app.config.effpt_not_executed)
+    if executing:
+        check_not_failed(app, script, docname)
+        pattern = app.config.sphinx_gallery_conf.get("filename_pattern", "")
+        if seconds <= 0 and pattern and not re.search(pattern, str(script)):
+            # A build restricted to some examples (nox -s docs -- --example NAME) that
+            # never ran this one: say so instead of failing on its missing cost file.
+            not_executed.setdefault(stem, f"this build executed only examples matching {pattern!r}")
+        if seconds <= 0 and stem not in not_executed:
+            msg = (
+                f"{docname}: the example reports zero execution time but did not raise; "
+                "run it, or list it in effpt_not_executed in conf.py with the reason"
+            )
+            raise ExtensionError(msg)
     options = {}
     if stem in not_executed:
         options["reason"] = not_executed[stem]
-    elif stamp_file.is_file():
+    elif stamp_file.is_file() and seconds > 0:
+        # In a --no-exec build the page shows its last execution's output: this stamp.
         stamp = json.loads(stamp_file.read_text(encoding="utf-8"))
         options.update(
             when=stamp["executed_at"], machine=stamp["machine"], seconds=f"{seconds:.1f}"
         )
-    else:
+    elif executing:
         msg = f"{docname}: executed without the site's gallery hook (no {stamp_file.name})"
         raise ExtensionError(msg)
+    else:
+        options["reason"] = "this build executed no examples (--no-exec)"
     memory = _MEMORY.search(text)
     if memory:
         options["memory"] = memory.group(1)
@@ -205,7 +208,7 @@ class StampDirective(Directive):
             )
         paragraph = nodes.paragraph(classes=["effpt-stamp"])
         paragraph += nodes.emphasis(text=" ".join(lines))
-        return [paragraph]
+        return [freeze(paragraph)]
 
 
 def forbid_math(app, doctree) -> None:
