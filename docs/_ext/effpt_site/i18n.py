@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
@@ -360,6 +361,11 @@ def _keep_docstrings_english(app, doctree) -> None:  # noqa: ARG001  (Sphinx's s
     for element in doctree.findall(nodes.TextElement):
         if ":docstring of " in (element.source or ""):
             element["translatable"] = False
+    # "Parameters", "Returns", "Raises": Sphinx writes these field names in the build's
+    # language itself; they are not this site's messages.
+    for element in doctree.findall(addnodes.desc_content):
+        for name in element.findall(nodes.field_name):
+            name["translatable"] = False
 
 
 def _count_page(app, doctree) -> None:
