@@ -117,3 +117,12 @@ def test_every_claim_and_verdict_has_a_chinese_version():
         words |= {claim.text, claim.source}
     missing = sorted(w for w in words if w not in i18n.MESSAGES["zh_CN"])
     assert not missing, f"add these to effpt_site.i18n.MESSAGES['zh_CN']: {missing}"
+
+
+def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
+    body = 'msgid "Read ``x.grad`` (the sum)."\nmsgstr "读取 ``x.grad``（总和）。"\n'
+    path = write_po(tmp_path, body)
+    with pytest.raises(ExtensionError, match=rf"{path}:5: the translation is not valid reST"):
+        i18n.check_catalogues(tmp_path, "zh_CN")
+    path.write_text(HEADER + body.replace("``（", "``\\\\ （"), encoding="utf-8")
+    assert i18n.check_catalogues(tmp_path, "zh_CN").translated == 1

@@ -282,10 +282,44 @@ def read_catalogue(path: Path):
         raise ExtensionError(msg) from exc
 
 
-def check_catalogue(path: Path) -> Coverage:
+_ROLE = re.compile(r":[\w:+-]+:`([^`]+)`")
+
+
+def rst_problems(text: str) -> list[str]:
+    """What docutils reports when it parses ``text`` as reST (roles read as literals).
+
+    Examples
+    --------
+    >>> rst_problems("Call :func:`torch.compile` once.")
+    []
+    >>> rst_problems("调用 ``x``（一次）")[0]
+    'Inline literal start-string without end-string.'
+    """
+    from docutils.core import publish_doctree  # noqa: PLC0415
+
+    # Roles become inline literals: the same rules for where inline markup may start
+    # and end, without touching the roles Sphinx has registered in this process.
+    plain = _ROLE.sub(lambda m: "``" + m.group(1).replace("`", "") + "``", text)
+    settings = {
+        "report_level": 5,
+        "halt_level": 5,
+        "warning_stream": False,
+        "file_insertion_enabled": False,
+        "raw_enabled": False,
+    }
+    doctree = publish_doctree(plain, settings_overrides=settings)
+    return [
+        message.children[0].astext() if message.children else message.astext()
+        for message in doctree.findall(nodes.system_message)
+        if message["level"] >= 2
+    ]
+
+
+def check_catalogue(path: Path, syntax: str = "rst") -> Coverage:
     """Validate one catalogue's markup and count its messages.
 
-    A translated message whose roles, literals or link targets differ from its English
+    A translated message whose roles, literals or link targets differ from its English,
+    or (for a page written in reST) that docutils cannot parse where its English parses,
     fails the build with the file and the line of the message.
     """
     catalog = read_catalogue(path)
@@ -306,13 +340,32 @@ def check_catalogue(path: Path) -> Coverage:
                 f"(English has {_markup(message.id)}, the translation {_markup(message.string)})"
             )
             raise ExtensionError(msg)
+        if syntax == "rst":
+            new = set(rst_problems(message.string)) - set(rst_problems(message.id))
+            if new:
+                msg = (
+                    f"{path}:{message.lineno}: the translation is not valid reST: "
+                    f"{'; '.join(sorted(new))} (inline markup next to a full-width character "
+                    "needs an escaped space, e.g. ``x``\\ （)"
+                )
+                raise ExtensionError(msg)
         translated += 1
     return Coverage(translated, fuzzy, total)
 
 
+def syntax_of(srcdir: str | Path, catalogue: Path, language: str) -> str:
+    """ "md" for a catalogue of a MyST page, else "rst" (gallery pages, API pages)."""
+    root = Path(srcdir) / "locale" / language / "LC_MESSAGES"
+    docname = catalogue.relative_to(root).with_suffix("")
+    return "md" if (Path(srcdir) / docname).with_suffix(".md").is_file() else "rst"
+
+
 def check_catalogues(srcdir: str | Path, language: str) -> Coverage:
     """Check every catalogue of ``language``; return their message counts together."""
-    counts = [check_catalogue(path) for path in catalogues(srcdir, language)]
+    counts = [
+        check_catalogue(path, syntax_of(srcdir, path, language))
+        for path in catalogues(srcdir, language)
+    ]
     return Coverage(
         sum(c.translated for c in counts),
         sum(c.fuzzy for c in counts),
