@@ -193,8 +193,8 @@ if device.type == "cpu":
 # The hardened version, and the trap it avoids
 # --------------------------------------------
 # The flat index has a trap: a negative index, which the loop reads from the end of
-# its own row, reaches into the *previous* element's rows instead. With three batch
-# elements of four rows each, the first picking its row 0 and the others index ``-1``,
+# its own rows, reaches into the *previous* element's rows instead. With three batch
+# elements of four rows each, the first picking its row 0 and the others row ``-1``,
 # the loop returns 0, 7 and 11; both flat versions hand the last two elements their
 # neighbour's last row. An index past the end of its own rows (``4`` here) reaches
 # into the *next* element's rows the same way. (Where the very first element's index
