@@ -1,12 +1,12 @@
 """Sphinx configuration of Effective PyTorch.
 
 The gallery (examples/ → auto_examples/) is executed at build time by sphinx-gallery;
-effpt.gallery holds the hooks it calls between examples.
+the site's own extension, docs/_ext/effpt_site, holds the hooks it calls between
+examples and everything the site adds around the gallery.
 """
 
 from __future__ import annotations
 
-import builtins
 import multiprocessing
 import os
 import sys
@@ -14,13 +14,12 @@ import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
 
-from docutils import nodes
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 import effpt
 from effpt.device import describe
-from effpt.gallery import call_memory
-
-ROOT = Path(__file__).resolve().parent.parent
+from effpt_site.hooks import call_memory, memory_is_measured
 
 project = "Effective PyTorch"
 author = "The effpt developers"
@@ -32,11 +31,11 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
     "sphinx.ext.intersphinx",
+    "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
     "effpt_site",
 ]
-sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "auto_examples/**/*.ipynb"]
@@ -51,8 +50,10 @@ myst_substitutions = {"build_stamp": BUILD_STAMP}
 html_theme = "pydata_sphinx_theme"
 html_title = "Effective PyTorch"
 html_static_path = ["_static"]
+REPOSITORY = "https://github.com/effpt/effpt"
 html_theme_options = {
     "navigation_with_keys": False,
+    "github_url": REPOSITORY,
     "show_toc_level": 2,
     "header_links_before_dropdown": 6,
 }
@@ -100,57 +101,7 @@ intersphinx_timeout = 10
 if not API_LINKS:
     print(f"effpt: API links to Python/torch/NumPy/matplotlib docs are OFF: {_why}.")
 
-# Modules whose objects live in other projects' docs; offline, references to them are
-# rendered as plain code instead of failing the nitpicky build.
-EXTERNAL_ROOTS = {
-    "torch",
-    "numpy",
-    "np",
-    "matplotlib",
-    "collections",
-    "typing",
-    "pathlib",
-    "os",
-    "random",
-    "threading",
-    "warnings",
-    "dataclasses",
-    "statistics",
-    "json",
-    "tarfile",
-    "multiprocessing",
-    "io",
-    "PIL",
-    "time",
-    "timeit",
-    "contextlib",
-    "concurrent",
-    "tempfile",
-    "re",
-    "functools",
-    "itertools",
-    "math",
-    "subprocess",
-    "socket",
-    "sys",
-    "inspect",
-    "copy",
-    "pickle",
-    "datetime",
-}
-BUILTIN_NAMES = set(dir(builtins))
-
-
-def _offline_reference(app, env, node, contnode):  # noqa: ARG001  (Sphinx's signature)
-    """Resolve references to other projects' objects as unlinked code when offline."""
-    if API_LINKS or node.get("refdomain") != "py":
-        return None
-    target = node.get("reftarget", "")
-    root = target.split(".", 1)[0].lstrip("~")
-    if root in EXTERNAL_ROOTS or target in BUILTIN_NAMES:
-        return contnode if isinstance(contnode, nodes.Node) else None
-    return None
-
+effpt_api_links = API_LINKS
 
 # Where workers start by forkserver (Linux from Python 3.14), each would import torch
 # afresh; preloading it in the server makes the data pages as fast as under fork.
@@ -170,20 +121,18 @@ sphinx_gallery_conf = {
     "ignore_pattern": r"__init__\.py",
     # Reading order of the lesson families (paths relative to this folder).
     "subsection_order": [f"../examples/{f}" for f in effpt_families],
-    "within_subsection_order": "effpt.gallery.ReadingOrder",
+    "within_subsection_order": "effpt_site.layout.ReadingOrder",
     "nested_sections": True,
     "image_srcset": ["2x"],
     "remove_config_comments": True,
     "doc_module": ("effpt",),
     "backreferences_dir": "gen_modules/backreferences",
-    "show_memory": call_memory,
-    "reset_modules": ("matplotlib", "effpt.gallery.reset_state"),
+    # A page's own peak memory is measurable on CUDA only (see effpt_site.hooks).
+    "show_memory": call_memory if memory_is_measured() else False,
+    "reset_modules": ("matplotlib", "effpt_site.hooks.reset_state"),
     "reset_modules_order": "both",
-    "first_notebook_cell": (
-        "# Needs torch, matplotlib and numpy; pages that import effpt also need\n"
-        "# `pip install effpt` (or `pip install -e .` in a clone of the site's repository).\n"
-        "%matplotlib inline"
-    ),
+    # The notebook's first cell runs the install line every page states.
+    "first_notebook_cell": f"%pip install effpt=={effpt.__version__}\n%matplotlib inline",
     "abort_on_example_error": False,
     "only_warn_on_example_error": False,
     "matplotlib_animations": False,
@@ -210,6 +159,4 @@ linkcheck_timeout = 5
 linkcheck_retries = 1
 linkcheck_workers = 8
 
-
-def setup(app):
-    app.connect("missing-reference", _offline_reference)
+effpt_memory_measured = memory_is_measured()

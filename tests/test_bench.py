@@ -64,7 +64,7 @@ def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
         number=2,
     )
     table = capsys.readouterr().out
-    for word in ("long", "short", "speed-up"):
+    for word in ("long", "short", "speed-up over long"):
         assert word in table
     long, short = records
     assert long.median_s > short.median_s
@@ -99,3 +99,112 @@ def test_peak_helpers_return_plausible_cpu_numbers():
     assert bench.copy_bandwidth("cpu", nbytes=2**22, repeats=2) > 1e8  # > 0.1 GB/s
     flops = bench.matmul_throughput("cpu", n=256, repeats=2, dtype=torch.float32)
     assert 1e8 < flops < 1e14
+
+
+# -- arguments are checked before anything runs, and errors name the argument ---------
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"repeats": 0}, "repeats"), ({"number": 0}, "number"), ({"warmup": -1}, "warmup")],
+)
+def test_compare_blames_the_argument_not_the_first_variant(kwargs, name):
+    ran = []
+    with pytest.raises(ValueError, match=rf"^{name} must be >= ") as info:
+        bench.compare("t", {"first": lambda: ran.append(1)}, show=False, **kwargs)
+    assert not isinstance(info.value, bench.VariantError)
+    assert ran == []  # nothing was timed
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -1.0])
+@pytest.mark.parametrize("name", ["min_block_s", "budget_s", "target_spread"])
+def test_time_callable_names_a_bad_float_argument(name, value):
+    with pytest.raises(ValueError, match=rf"^{name} must be a positive finite number"):
+        bench.time_callable(lambda: None, device="cpu", **{name: value})
+
+
+def test_compare_names_a_variant_that_is_not_callable():
+    with pytest.raises(TypeError, match="variant 'b' of task 't' is not callable"):
+        bench.compare("t", {"a": lambda: None, "b": 3}, show=False)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0.9995, "1.00 s"),
+        (0.09996, "100 ms"),
+        (0.00099996, "1.00 ms"),
+        (999.4e-9, "999 ns"),
+        (999.6e-9, "1.00 µs"),
+        (123.4, "123 s"),
+    ],
+)
+def test_format_seconds_rounds_before_choosing_the_unit(seconds, text):
+    assert bench.format_seconds(seconds) == text
+
+
+def test_format_table_survives_a_zero_median():
+    rows = [
+        bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "cpu"),
+        bench.Record("t", "b", 0.0, 0.0, 0.0, 0.0, 5, 1, "a", "cpu"),
+    ]
+    assert "n/a (median is 0)" in bench.format_table(rows)
+    zero_baseline = [bench.Record("t", "a", 0.0, 0.0, 0.0, 0.0, 5, 1, "a", "cpu"), rows[0]]
+    zero_baseline[1] = bench.Record("t", "b", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "cpu")
+    assert "n/a (median is 0)" in bench.format_table(zero_baseline)
+
+
+# -- adaptive repeats and speed-ups with their uncertainty ------------------------------
+def test_adaptive_repeats_stop_early_when_quiet():
+    timing = bench.time_callable(lambda: time.sleep(0.002), device="cpu", number=1)
+    assert len(timing.per_call) >= bench.MIN_REPEATS
+    if timing.spread <= 0.05:
+        assert len(timing.per_call) == bench.MIN_REPEATS or timing.spread <= 0.05
+
+
+def test_adaptive_repeats_stop_at_the_budget_when_noisy():
+    state = {"n": 0}
+
+    def noisy():
+        state["n"] += 1
+        time.sleep(0.005 if state["n"] % 2 else 0.02)  # spread far above 5 %
+
+    began = time.perf_counter()
+    timing = bench.time_callable(noisy, device="cpu", number=1, budget_s=0.1)
+    elapsed = time.perf_counter() - began
+    assert timing.spread > 0.05
+    assert bench.MIN_REPEATS <= len(timing.per_call) < bench.MAX_REPEATS
+    assert elapsed < 1.0
+
+
+def test_speedup_interval_and_verdicts():
+    slow = bench.Timing((9.0, 10.0, 10.0, 10.0, 11.0), 1)
+    fast = bench.Timing((4.0, 5.0, 5.0, 5.0, 6.0), 1)
+    wide = bench.Timing((5.0, 8.0, 10.0, 12.0, 20.0), 1)
+    assert bench.speedup(slow, fast).verdict == "faster"
+    assert bench.speedup(fast, slow).verdict == "slower"
+    ratio = bench.speedup(slow, wide)
+    assert ratio.low < 1 < ratio.high
+    assert ratio.verdict == "inconclusive"
+
+
+def test_ratio_never_prints_more_digits_than_it_knows():
+    assert str(bench.Ratio(18.76, 12.0, 30.0)) == "19× (12–30)"
+    assert str(bench.Ratio(18.76, 18.70, 18.80)) == "18.8× (18.7–18.8)"
+    assert str(bench.Ratio(0.52, 0.20, 1.10)) == "0.5× (0.2–1.1)"
+
+
+def test_compare_prints_verdicts_and_saves_quartiles(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "records.jsonl"
+    monkeypatch.setenv(bench.RECORDS_ENV, str(path))
+    bench.compare(
+        "sleep",
+        {"long": lambda: time.sleep(0.006), "short": lambda: time.sleep(0.001)},
+        device="cpu",
+        repeats=5,
+        number=1,
+    )
+    out = capsys.readouterr().out
+    assert "(baseline)" in out
+    assert "faster" in out
+    saved = json.loads(path.read_text().splitlines()[1])
+    assert saved["q1_s"] <= saved["median_s"] <= saved["q3_s"]
+    assert saved["repeats"] == 5

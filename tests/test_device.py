@@ -68,3 +68,20 @@ def test_describe_cuda_uses_the_gpu_name(monkeypatch):
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     line = dev.describe(torch.device("cuda"))
     assert line == f"NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch {dev.torch_version()}"
+
+
+def test_env_asking_for_a_missing_device_names_the_variable(monkeypatch):
+    monkeypatch.setenv("EFFPT_DEVICE", "cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(dev, "_mps_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"EFFPT_DEVICE='cuda'") as info:
+        dev.pick_device()
+    assert "available here: 'cpu'" in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["meta", "xpu"])
+def test_describe_names_devices_it_does_not_know_instead_of_the_cpu(name):
+    line = dev.describe(name)
+    assert "CPU" not in line
+    assert name in line
+    assert line.endswith(f" · torch {dev.torch_version()}")

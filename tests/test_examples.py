@@ -2,7 +2,7 @@
 
 Each runs as ``__main__`` in a fresh interpreter with a non-interactive matplotlib
 backend, under the docs build's warning policy (deprecations from torch, NumPy, effpt
-or the page itself are errors; see effpt.gallery.apply_warning_policy).
+or the page itself are errors; see effpt_site.hooks.apply_warning_policy).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ TIMEOUT_S = 600
 # `python -W` cannot scope a filter to a module pattern, so a two-line runner applies
 # the policy and then runs the script exactly as `python script.py` would.
 RUNNER = (
-    "import runpy, sys; from effpt.gallery import apply_warning_policy; "
+    "import runpy, sys; from effpt_site.hooks import apply_warning_policy; "
     "apply_warning_policy(); sys.argv = sys.argv[1:]; "
     "runpy.run_path(sys.argv[0], run_name='__main__')"
 )
@@ -34,7 +34,10 @@ def test_gallery_is_not_empty():
 @pytest.mark.gallery
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT / "examples")))
 def test_script_runs_as_plain_python(script, tmp_path):
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
+    # The runner takes the warning policy from the site's extension (docs/_ext).
+    ext = str(ROOT / "docs" / "_ext")
+    pythonpath = os.pathsep.join(filter(None, [ext, os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0", "PYTHONPATH": pythonpath}
     env.pop("EFFPT_RECORDS_FILE", None)
     result = subprocess.run(
         [sys.executable, "-c", RUNNER, str(script)],

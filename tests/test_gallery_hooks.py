@@ -1,16 +1,17 @@
-"""effpt.gallery: what is reset between examples, memory measurement, reading order."""
+"""The site's gallery hooks (docs/_ext/effpt_site): resets, warnings, memory, reading order."""
 
 from __future__ import annotations
 
 import os
-import time
 import warnings
 
 import numpy as np
 import pytest
 import torch
 
-from effpt import bench, gallery
+from effpt import bench
+from effpt_site import hooks as gallery
+from effpt_site.layout import ReadingOrder
 
 
 @pytest.fixture
@@ -80,28 +81,24 @@ def test_records_file_is_named_then_cleared(conf):
         assert '"variant": "a"' in f.read()
 
 
-def test_call_memory_sees_a_large_allocation():
-    def allocate():
-        block = torch.ones(64 * 2**20, dtype=torch.uint8)  # 64 MiB, touched
-        time.sleep(0.2)  # held for several sampling periods, as a page holds its tensors
-        return int(block[::4096].sum())
-
-    base, _ = gallery.call_memory(lambda: None)
-    peak, value = gallery.call_memory(allocate)
-    assert value == 64 * 2**20 // 4096
-    assert peak - base > 32
+def test_call_memory_returns_the_result_and_no_cpu_figure():
+    mib, value = gallery.call_memory(lambda: 42)
+    assert value == 42
+    if not torch.cuda.is_available():
+        assert mib == 0.0  # the build prints no memory figure on a CPU (conf.py)
+        assert not gallery.memory_is_measured()
 
 
 def test_reading_order_follows_the_header(tmp_path):
     (tmp_path / "GALLERY_HEADER.rst").write_text(
         "Title\n-----\n\nText.\n\n.. reading order:\n   plot_b.py\n   plot_a.py\n"
     )
-    key = gallery.ReadingOrder(str(tmp_path))
+    key = ReadingOrder(str(tmp_path))
     assert sorted(["x/plot_a.py", "x/plot_b.py"], key=key) == ["x/plot_b.py", "x/plot_a.py"]
     with pytest.raises(ValueError, match=r"plot_c\.py is not listed"):
         key("x/plot_c.py")
 
 
 def test_reading_order_without_a_list_sorts_by_name(tmp_path):
-    key = gallery.ReadingOrder(str(tmp_path))
+    key = ReadingOrder(str(tmp_path))
     assert sorted(["plot_b.py", "plot_a.py"], key=key) == ["plot_a.py", "plot_b.py"]

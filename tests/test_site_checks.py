@@ -1,23 +1,23 @@
-"""The site's build checks (docs/_ext/effpt_site.py) fail loudly and name what is wrong."""
+"""The site's build checks (docs/_ext/effpt_site) fail loudly and name what is wrong."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from sphinx.errors import ExtensionError
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "_ext"))
-import effpt_site
+from effpt_site import measurements, page_checks
 
 GOOD = {
     "task": "t",
     "variant": "v",
     "median_s": 0.001,
     "iqr_s": 0.0001,
+    "q1_s": 0.00095,
+    "q3_s": 0.00105,
     "repeats": 3,
     "number": 10,
     "baseline": "v",
@@ -48,9 +48,9 @@ def write_records(app, stem, lines):
 
 def test_valid_records_load_with_their_page(app):
     write_records(app, "plot_a", [json.dumps(GOOD)])
-    (row,) = effpt_site.load_records(app)
-    assert row["page"] == "plot_a"
-    assert row["docname"] == "auto/fam/plot_a"
+    (row,) = measurements.load_records(app)
+    assert row.page == "plot_a"
+    assert row.docname == "auto/fam/plot_a"
 
 
 @pytest.mark.parametrize(
@@ -65,53 +65,116 @@ def test_valid_records_load_with_their_page(app):
 def test_malformed_record_fails_naming_the_file(app, line):
     path = write_records(app, "plot_a", [json.dumps(GOOD), line])
     with pytest.raises(ExtensionError, match=rf"malformed measurement record {path}:2"):
-        effpt_site.load_records(app)
+        measurements.load_records(app)
 
 
 def test_record_from_an_unknown_page_fails(app):
     path = write_records(app, "plot_gone", [json.dumps(GOOD)])
     with pytest.raises(ExtensionError, match=rf"{path} comes from an unknown page 'plot_gone'"):
-        effpt_site.load_records(app)
+        measurements.load_records(app)
+
+
+def _page(tmp_path, docstring_tail, body):
+    page = tmp_path / "plot_x.py"
+    page.write_text(f'"""\nT\n=\n\nIntro.\n\n{docstring_tail}\n"""\n\n{body}')
+    return page
+
+
+SUMMARY = "\n# %%\n# Summary\n# -------\n# - done\n"
 
 
 def test_page_without_closing_summary_fails(tmp_path):
-    page = tmp_path / "plot_x.py"
-    page.write_text('"""\nT\n=\n\nIntro.\n"""\n\n# %%\n# Details\n# -------\nx = 1\n')
+    page = _page(tmp_path, page_checks.install_line("plot_x.py"), "# %%\n# Details\nx = 1\n")
     with pytest.raises(
         ExtensionError, match=r"plot_x\.py: the last cell must be a closing summary"
     ):
-        effpt_site._check_example_source(page)
-    page.write_text(page.read_text() + "\n# %%\n# Summary\n# -------\n# - done\n")
-    effpt_site._check_example_source(page)  # no error
+        page_checks.check_example_source(page)
+    page.write_text(page.read_text() + SUMMARY)
+    page_checks.check_example_source(page)  # no error
+
+
+def test_page_must_state_this_versions_install_line(tmp_path):
+    page = _page(tmp_path, "", "x = 1\n" + SUMMARY)
+    with pytest.raises(ExtensionError, match="it states no install line"):
+        page_checks.check_example_source(page)
+    stale = "To run this page on its own: ``pip install effpt==0.0.1``, then\n``python plot_x.py``."
+    page = _page(tmp_path, stale, "x = 1\n" + SUMMARY)
+    with pytest.raises(ExtensionError, match=r"it says ``pip install effpt==0\.0\.1``"):
+        page_checks.check_example_source(page)
+    wrapped = page_checks.install_line("plot_x.py").replace(", then ", ", then\n")
+    page_checks.check_example_source(_page(tmp_path, wrapped, "x = 1\n" + SUMMARY))
+
+
+def test_example_that_raised_is_reported_as_raised(tmp_path):
+    script = tmp_path / "plot_x.py"
+    script.write_text("raise ValueError('boom')\n")
+    conf = {"failing_examples": {str(script): "Traceback...\nValueError: boom\n"}}
+    app = SimpleNamespace(config=SimpleNamespace(sphinx_gallery_conf=conf))
+    with pytest.raises(
+        ExtensionError, match=r"auto/fam/plot_x: the example raised: ValueError: boom"
+    ):
+        page_checks.check_not_failed(app, script, "auto/fam/plot_x")
 
 
 def test_figure_that_did_not_render_fails(tmp_path):
     broken = tmp_path / "sphx_glr_plot_x_001.png"
     broken.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
     with pytest.raises(ExtensionError, match=r"auto/fam/plot_x: figure sphx_glr_plot_x_001\.png"):
-        effpt_site._check_image(broken, "auto/fam/plot_x")
+        page_checks.check_image(broken, "auto/fam/plot_x")
+
+
+def _claim(task, fast="fast", device="cpu"):
+    return measurements.Claim("claim", "a source", device, "plot_a", task, "slow", fast, 2.0)
+
+
+def _rows(*specs):
+    base = {**GOOD, "baseline": "slow", "machine": "x86_64 CPU, 2 threads · torch 2.13.0"}
+    return [
+        measurements._Row(
+            {**base, "task": t, "variant": v, "median_s": m, "q1_s": lo, "q3_s": hi},
+            "plot_a",
+            "auto/fam/plot_a",
+        )
+        for t, v, m, lo, hi in specs
+    ]
 
 
 def test_claim_whose_page_ran_without_the_task_fails(monkeypatch):
-    monkeypatch.setattr(
-        effpt_site, "CLAIMS", [("claim", "plot_a", "other task", "slow", "fast", 2.0)]
-    )
-    rows = [{**GOOD, "page": "plot_a", "docname": "auto/fam/plot_a"}]
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("other task")])
+    rows = _rows(("t", "slow", 1.0, 0.9, 1.1))
     with pytest.raises(ExtensionError, match="claim 'claim': no records"):
-        effpt_site.claim_lines(rows)
+        measurements.claim_lines(rows)
 
 
-def test_claim_is_judged_against_the_measured_ratio(monkeypatch):
-    monkeypatch.setattr(
-        effpt_site, "CLAIMS", [("claim", "plot_a", "size …", "slow", "fast|faster", 2.0)]
+def test_claim_is_judged_against_the_measured_interval(monkeypatch):
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("size …", fast="fast|faster")])
+    rows = _rows(
+        ("size 1", "slow", 1.0, 0.99, 1.01),
+        ("size 1", "fast", 0.1, 0.099, 0.101),
+        ("size 2", "slow", 1.0, 0.99, 1.01),
+        ("size 2", "faster", 0.8, 0.79, 0.81),
     )
-    base = {**GOOD, "page": "plot_a", "docname": "d", "baseline": "slow"}
-    rows = [
-        {**base, "task": "size 1", "variant": "slow", "median_s": 1.0},
-        {**base, "task": "size 1", "variant": "fast", "median_s": 0.1},
-        {**base, "task": "size 2", "variant": "slow", "median_s": 1.0},
-        {**base, "task": "size 2", "variant": "faster", "median_s": 0.8},
-    ]
-    text = "\n".join(effpt_site.claim_lines(rows))
-    assert "1.25× on cpu" in text  # the largest size ("size 2") is the one judged
+    text = "\n".join(measurements.claim_lines(rows))
+    assert "1.2× (1.2–1.3) on x86_64 CPU" in text  # the largest size is the one judged
     assert text.rstrip().endswith("- no")
+
+
+def test_a_gpu_claim_is_not_comparable_on_a_cpu_build(monkeypatch):
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cuda")])
+    rows = _rows(("t", "slow", 1.0, 0.99, 1.01), ("t", "fast", 0.1, 0.099, 0.101))
+    text = "\n".join(measurements.claim_lines(rows))
+    assert "not comparable on this machine: the source measured on a GPU" in text
+    assert "yes" not in text.split("not comparable")[1]
+
+
+def test_a_noisy_ratio_near_the_promise_is_inconclusive(monkeypatch):
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t")])
+    rows = _rows(("t", "slow", 1.0, 0.8, 1.2), ("t", "fast", 0.5, 0.45, 0.6))
+    text = "\n".join(measurements.claim_lines(rows))
+    assert text.rstrip().endswith("- inconclusive")
+
+
+def test_quartiles_out_of_order_fail(app):
+    path = write_records(app, "plot_a", [json.dumps({**GOOD, "q1_s": 0.002})])
+    with pytest.raises(ExtensionError, match=rf"{path}:1: .*quartiles out of order"):
+        measurements.load_records(app)

@@ -7,6 +7,8 @@ from some operations and float32 results from others, and it pays to know which 
 debugging a dtype error or a loss that went to ``nan``. This page runs one operation of
 each kind, builds the table of what autocast lowers and what it keeps in float32 on this
 device, and shows why the backward pass needs no autocast of its own.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autocast_basics.py``.
 """
 
 # %%

@@ -7,6 +7,8 @@ backwards to get derivatives. Most of the time it just works; the rest of the ti
 leaf goes missing, an in-place write breaks the backward pass, or a gradient is
 silently accumulated. This page shows the machinery, draws the graphs it records, and
 walks through each of those traps with its error message and its fix.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autograd.py``.
 """
 
 # %%

@@ -5,6 +5,8 @@ Fit a curve with autograd
 Gradient descent needs only two ingredients: a loss you can compute and its gradient
 with respect to the parameters. PyTorch's autograd supplies the second for free. This
 page recovers the coefficients of a quadratic from noisy samples, in about twenty lines.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_fitting_a_curve.py``.
 """
 
 # %%

@@ -6,6 +6,8 @@ Broadcasting lets two tensors of different shapes meet in one operation without
 copying either of them. It saves memory, time and lines of code, and it hides bugs
 that no error message will point at. This page measures the savings on the machine
 that built it, then shows the two classic bugs and the habits that catch them.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_broadcasting.py``.
 """
 
 # %%

@@ -7,6 +7,8 @@ that appears all over machine-learning code, from beam search to point clouds. W
 as a Python loop it launches a few small operations per batch element. This page
 writes it five ways, checks that they agree, and measures how their cost grows with
 the batch size.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_batch_gather.py``.
 """
 
 # %%

@@ -8,6 +8,8 @@ into one kernel reads the inputs once and writes the output once. This page fuse
 intersection over union (IoU) of boxes with :func:`torch.compile` and with
 TorchScript's legacy fuser, and measures what the fusion buys against this machine's
 memory bandwidth.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_fusing_elementwise_work.py``.
 """
 
 # %%

@@ -9,6 +9,8 @@ hidden synchronisations in), the tools that avoid them, and a worked case where
 measuring changes which formula you should use.
 
 Why the rules below exist is explained in :doc:`/explanations/timing`.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_timing_pytorch_code.py``.
 """
 
 # %%

@@ -8,6 +8,8 @@ its state draws the same numbers in every copy. This page shows the duplicated d
 ways to fix them, and how a seeded generator on the DataLoader makes a run repeatable.
 
 How workers get their copies is explained in :doc:`/explanations/workers`.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_randomness_in_workers.py``.
 """
 
 # %%

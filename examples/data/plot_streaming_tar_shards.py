@@ -10,6 +10,8 @@ delivers each item once per worker. This page shows the duplicates, splits the w
 number of shards and workers, and measures throughput against ``num_workers``.
 
 Why streams duplicate under workers is explained in :doc:`/explanations/workers`.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_streaming_tar_shards.py``.
 """
 
 # %%

@@ -9,6 +9,8 @@ just past them: ``nan`` from an identity, sums that stop growing, and accumulate
 rounding error that depends on how you add.
 
 For the background, read :doc:`/explanations/floating_point`.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_floating_point_formats.py``.
 """
 
 # %%

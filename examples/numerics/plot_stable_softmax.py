@@ -9,6 +9,8 @@ rewrites (subtract the maximum, use log-sum-exp), measures the error against flo
 and applies the same idea to binary cross-entropy, ``log1p`` and ``expm1``.
 
 For the background, read :doc:`/explanations/floating_point`.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_stable_softmax.py``.
 """
 
 # %%

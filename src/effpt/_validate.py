@@ -28,6 +28,31 @@ def check_int(name: str, value: object, minimum: int) -> int:
     return value
 
 
+def check_positive(name: str, value: object) -> float:
+    """Return ``value`` if it is a positive finite real number (not a bool), else raise.
+
+    Examples
+    --------
+    >>> check_positive("budget_s", 0.5)
+    0.5
+    >>> check_positive("budget_s", float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: budget_s must be a positive finite number, got inf
+    >>> check_positive("budget_s", "1")
+    Traceback (most recent call last):
+    ...
+    TypeError: budget_s must be a real number, got str
+    """
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        msg = f"{name} must be a real number, got {type(value).__name__}"
+        raise TypeError(msg)
+    if not (0 < value < float("inf")):
+        msg = f"{name} must be a positive finite number, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
 def check_float_tensor(name: str, value: object) -> None:
     """Raise TypeError unless ``value`` is a floating-point :class:`torch.Tensor`.
 

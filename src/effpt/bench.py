@@ -1,31 +1,46 @@
-"""Timing that tells the truth on every device, and records of what was measured.
+"""Timing that tells the truth on every device, and the uncertainty that comes with it.
 
 GPU work is asynchronous: a Python timer around a CUDA call measures the launch, not
 the work. :func:`time_callable` warms up first (lazy initialisation and compilation
 are paid once, outside the measurement), synchronizes the device around every timed
-block, repeats, and reports the median and interquartile range. :func:`compare`
-times several variants of one task and returns :class:`Record` objects, which the
-gallery collects into the site's measurements page.
+block and repeats until the spread of the repeats is small or its time budget is
+spent. It reports the median and the quartiles.
+
+A speed-up is a ratio of two noisy numbers: :func:`~effpt.records.speedup` returns it
+with an interval and a verdict, "inconclusive" when the interval contains 1.
+:func:`compare` times several variants of one task, prints them with their speed-ups
+and returns :class:`~effpt.records.Record` objects for the site's measurements page.
+The names of :mod:`effpt.records` are importable from here too.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from effpt._validate import check_int
+from effpt._validate import check_int, check_positive
 from effpt.device import describe, pick_device
+from effpt.records import (
+    RECORDS_ENV,
+    Ratio,
+    Record,
+    format_seconds,
+    format_table,
+    save_records,
+    speedup,
+)
 
 __all__ = [
+    "MAX_REPEATS",
+    "MIN_REPEATS",
+    "RECORDS_ENV",
+    "Ratio",
     "Record",
     "Timing",
     "VariantError",
@@ -34,12 +49,15 @@ __all__ = [
     "format_seconds",
     "format_table",
     "matmul_throughput",
+    "speedup",
     "synchronize",
     "time_callable",
 ]
 
-#: Set by the gallery hook: the JSON-lines file that :func:`compare` appends records to.
-RECORDS_ENV = "EFFPT_RECORDS_FILE"
+#: Fewest repeats an adaptive measurement takes (quartiles of fewer mean little).
+MIN_REPEATS = 5
+#: Most repeats an adaptive measurement takes.
+MAX_REPEATS = 30
 
 
 class VariantError(RuntimeError):
@@ -61,9 +79,23 @@ def synchronize(device: torch.device | str | None = None) -> None:
         torch.mps.synchronize()
 
 
+def _quartiles(values: tuple[float, ...]) -> tuple[float, float]:
+    if len(values) < 2:
+        return values[0], values[0]
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q3
+
+
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call, one value per repeat; each repeat ran ``number`` calls."""
+    """Seconds per call, one value per repeat; each repeat ran ``number`` calls.
+
+    Examples
+    --------
+    >>> t = Timing(per_call=(1.0, 2.0, 3.0, 4.0, 5.0), number=1)
+    >>> t.median, t.q1, t.q3, t.iqr, t.spread
+    (3.0, 2.0, 4.0, 2.0, 0.6666666666666666)
+    """
 
     per_call: tuple[float, ...]
     number: int
@@ -74,44 +106,86 @@ class Timing:
         return statistics.median(self.per_call)
 
     @property
+    def q1(self) -> float:
+        """First quartile of seconds per call (the median itself with one repeat)."""
+        return _quartiles(self.per_call)[0]
+
+    @property
+    def q3(self) -> float:
+        """Third quartile of seconds per call (the median itself with one repeat)."""
+        return _quartiles(self.per_call)[1]
+
+    @property
     def iqr(self) -> float:
         """Interquartile range of seconds per call (0 with fewer than two repeats)."""
-        if len(self.per_call) < 2:
-            return 0.0
-        q1, _, q3 = statistics.quantiles(self.per_call, n=4, method="inclusive")
-        return q3 - q1
+        return self.q3 - self.q1
+
+    @property
+    def spread(self) -> float:
+        """IQR divided by the median (0.05 means the middle half spans 5 % of the median)."""
+        return self.iqr / self.median if self.median > 0 else math.inf
+
+
+def _check_timing_args(
+    repeats: int | None,
+    warmup: int,
+    number: int | None,
+    min_block_s: float,
+    budget_s: float,
+    target_spread: float,
+) -> None:
+    if repeats is not None:
+        check_int("repeats", repeats, 1)
+    check_int("warmup", warmup, 0)
+    if number is not None:
+        check_int("number", number, 1)
+    check_positive("min_block_s", min_block_s)
+    check_positive("budget_s", budget_s)
+    check_positive("target_spread", target_spread)
 
 
 def time_callable(
     fn: Callable[[], Any],
     *,
     device: torch.device | str | None = None,
-    repeats: int = 7,
+    repeats: int | None = None,
     warmup: int = 1,
     number: int | None = None,
     min_block_s: float = 0.02,
+    budget_s: float = 0.5,
+    target_spread: float = 0.05,
 ) -> Timing:
-    """Time ``fn()`` correctly on ``device``: warm-up, synchronize, repeat.
+    """Time ``fn()`` correctly on ``device``: warm up, synchronize, repeat.
 
-    Each of the ``repeats`` blocks runs ``fn`` ``number`` times between two
-    synchronizations. When ``number`` is None it is chosen so that a block lasts at
-    least ``min_block_s``, which keeps timer resolution and launch noise out of
-    fast measurements.
+    Each repeat is one block of ``number`` calls between two synchronizations. When
+    ``number`` is None it is chosen so that a block lasts at least ``min_block_s``,
+    which keeps timer resolution and launch noise out of fast measurements.
+
+    With ``repeats=None`` the number of repeats adapts: at least :data:`MIN_REPEATS`,
+    then more until the spread (IQR / median) is at most ``target_spread``, the
+    measurement has lasted ``budget_s`` seconds, or :data:`MAX_REPEATS` blocks ran.
+    An integer ``repeats`` runs exactly that many blocks.
 
     Examples
     --------
     >>> t = time_callable(lambda: sum(range(100)), repeats=5, number=10)
     >>> len(t.per_call), t.number, t.median > 0
     (5, 10, True)
+    >>> MIN_REPEATS <= len(time_callable(lambda: None).per_call) <= MAX_REPEATS
+    True
     >>> time_callable(lambda: None, repeats=0)
     Traceback (most recent call last):
     ...
     ValueError: repeats must be >= 1, got 0
+    >>> time_callable(lambda: None, min_block_s=float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: min_block_s must be a positive finite number, got nan
     """
-    check_int("repeats", repeats, 1)
-    check_int("warmup", warmup, 0)
-    if number is not None:
-        check_int("number", number, 1)
+    _check_timing_args(repeats, warmup, number, min_block_s, budget_s, target_spread)
+    if not callable(fn):
+        msg = f"fn must be callable, got {type(fn).__name__}"
+        raise TypeError(msg)
     dev = pick_device() if device is None else torch.device(device)
 
     for _ in range(warmup):
@@ -125,33 +199,25 @@ def time_callable(
         one = max(time.perf_counter() - start, 1e-9)
         number = max(1, min(100_000, math.ceil(min_block_s / one)))
 
-    per_call = []
-    for _ in range(repeats):
+    per_call: list[float] = []
+    began = time.perf_counter()
+    while True:
         synchronize(dev)
         start = time.perf_counter()
         for _ in range(number):
             fn()
         synchronize(dev)
         per_call.append((time.perf_counter() - start) / number)
+        if repeats is not None:
+            if len(per_call) == repeats:
+                break
+        elif len(per_call) >= MIN_REPEATS and (
+            Timing(tuple(per_call), number).spread <= target_spread
+            or time.perf_counter() - began >= budget_s
+            or len(per_call) >= MAX_REPEATS
+        ):
+            break
     return Timing(per_call=tuple(per_call), number=number)
-
-
-@dataclass(frozen=True)
-class Record:
-    """One measured variant of one task, as the measurements page lists it."""
-
-    task: str
-    variant: str
-    median_s: float
-    iqr_s: float
-    repeats: int
-    number: int
-    baseline: str
-    machine: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON-ready dict."""
-        return asdict(self)
 
 
 def compare(
@@ -160,15 +226,19 @@ def compare(
     *,
     baseline: str | None = None,
     device: torch.device | str | None = None,
-    repeats: int = 7,
+    repeats: int | None = None,
     warmup: int = 1,
     number: int | None = None,
+    budget_s: float = 0.5,
+    target_spread: float = 0.05,
     show: bool = True,
 ) -> list[Record]:
-    """Time every variant of ``task``, print a table with ratios, and return records.
+    """Time every variant of ``task``, print speed-ups with their verdicts, return records.
 
     ``baseline`` names the variant the others are compared with (default: the first).
-    A variant that raises stops the comparison with a :class:`VariantError` naming it.
+    Arguments are checked before anything runs; a variant that raises stops the
+    comparison with a :class:`VariantError` naming it. Records are appended to the file
+    named by ``$EFFPT_RECORDS_FILE`` when it is set (the site's build sets it).
 
     Examples
     --------
@@ -184,6 +254,10 @@ def compare(
     Traceback (most recent call last):
     ...
     effpt.bench.VariantError: variant 'boom' of task 'broken' raised ZeroDivisionError: division by zero
+    >>> compare("t", {"a": lambda: None}, repeats=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: repeats must be >= 1, got 0
     """
     if not variants:
         msg = "variants must name at least one callable, got an empty mapping"
@@ -192,80 +266,46 @@ def compare(
     if baseline not in variants:
         msg = f"baseline {baseline!r} is not one of the variants {list(variants)}"
         raise ValueError(msg)
+    for name, fn in variants.items():
+        if not callable(fn):
+            msg = f"variant {name!r} of task {task!r} is not callable, got {type(fn).__name__}"
+            raise TypeError(msg)
+    _check_timing_args(repeats, warmup, number, 0.02, budget_s, target_spread)
     dev = pick_device() if device is None else torch.device(device)
     machine = describe(dev)
     records = []
     for name, fn in variants.items():
         try:
-            timing = time_callable(fn, device=dev, repeats=repeats, warmup=warmup, number=number)
-        except (ValueError, TypeError) as exc:
-            if fn is None or not callable(fn):
-                msg = f"variant {name!r} of task {task!r} is not callable"
-                raise TypeError(msg) from exc
-            raise VariantError(_variant_msg(name, task, exc)) from exc
+            timing = time_callable(
+                fn,
+                device=dev,
+                repeats=repeats,
+                warmup=warmup,
+                number=number,
+                budget_s=budget_s,
+                target_spread=target_spread,
+            )
         except Exception as exc:
-            raise VariantError(_variant_msg(name, task, exc)) from exc
+            msg = f"variant {name!r} of task {task!r} raised {type(exc).__name__}: {exc}"
+            raise VariantError(msg) from exc
         records.append(
-            Record(task, name, timing.median, timing.iqr, repeats, timing.number, baseline, machine)
+            Record(
+                task=task,
+                variant=name,
+                median_s=timing.median,
+                iqr_s=timing.iqr,
+                q1_s=timing.q1,
+                q3_s=timing.q3,
+                repeats=len(timing.per_call),
+                number=timing.number,
+                baseline=baseline,
+                machine=machine,
+            )
         )
     if show:
-        print(format_table(records))  # noqa: T201  (showing the table is the point)
-    _save(records)
+        print(format_table(records))  # noqa: T201  (showing it is the point)
+    save_records(records)
     return records
-
-
-def _variant_msg(name: str, task: str, exc: BaseException) -> str:
-    return f"variant {name!r} of task {task!r} raised {type(exc).__name__}: {exc}"
-
-
-def _save(records: Sequence[Record]) -> None:
-    """Append records to the file the gallery hook named, if any (plain runs save nothing)."""
-    path = os.environ.get(RECORDS_ENV)
-    if not path:
-        return
-    with Path(path).open("a", encoding="utf-8") as f:
-        f.writelines(json.dumps(record.to_dict()) + "\n" for record in records)
-
-
-def format_seconds(seconds: float) -> str:
-    """Format a duration with a unit that keeps three significant digits.
-
-    Examples
-    --------
-    >>> format_seconds(0.0000238), format_seconds(0.0194), format_seconds(2.5)
-    ('23.8 µs', '19.4 ms', '2.50 s')
-    """
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale or unit == "ns":
-            value = seconds / scale
-            return f"{value:.3g} {unit}" if value >= 100 else f"{value:#.3g} {unit}"
-    raise AssertionError  # pragma: no cover
-
-
-def format_table(records: Sequence[Record]) -> str:
-    """A plain-text table of records: median, IQR and speed-up over the baseline.
-
-    Examples
-    --------
-    >>> rows = [Record("t", "slow", 2e-3, 1e-4, 5, 1, "slow", "cpu"),
-    ...         Record("t", "fast", 5e-4, 2e-5, 5, 1, "slow", "cpu")]
-    >>> print(format_table(rows))
-    t                   median        IQR   speed-up
-    slow               2.00 ms     100 µs      1.00×
-    fast                500 µs    20.0 µs      4.00×
-    """
-    if not records:
-        return ""
-    base = {r.variant: r.median_s for r in records}
-    width = max(16, len(records[0].task) + 2, *(len(r.variant) + 2 for r in records))
-    lines = [f"{records[0].task:<{width}}{'median':>10}{'IQR':>11}{'speed-up':>11}"]
-    for r in records:
-        ratio = base[r.baseline] / r.median_s if r.baseline in base else float("nan")
-        lines.append(
-            f"{r.variant:<{width}}{format_seconds(r.median_s):>10}"
-            f"{format_seconds(r.iqr_s):>11}{ratio:>10.2f}×"
-        )
-    return "\n".join(lines)
 
 
 def copy_bandwidth(

@@ -13,7 +13,14 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["DEVICE_CHOICES", "autocast_dtype", "describe", "device_from_name", "pick_device"]
+__all__ = [
+    "DEVICE_CHOICES",
+    "autocast_dtype",
+    "available_devices",
+    "describe",
+    "device_from_name",
+    "pick_device",
+]
 
 #: Names accepted by :func:`device_from_name` and the ``EFFPT_DEVICE`` variable.
 DEVICE_CHOICES = ("auto", "cuda", "mps", "cpu")
@@ -78,6 +85,9 @@ def pick_device() -> torch.device:
     ...
     ValueError: EFFPT_DEVICE='tpu' is not valid: device name 'tpu' is not one of 'auto', 'cuda', 'mps', 'cpu'
     >>> del os.environ["EFFPT_DEVICE"]
+
+    Asking for a device this machine lacks (``EFFPT_DEVICE=cuda`` on a laptop) raises
+    :class:`RuntimeError` naming the variable and the devices that are available.
     """
     name = os.environ.get(ENV_VAR, "auto")
     try:
@@ -85,6 +95,27 @@ def pick_device() -> torch.device:
     except ValueError as exc:
         msg = f"{ENV_VAR}={name!r} is not valid: {exc}"
         raise ValueError(msg) from None
+    except RuntimeError as exc:
+        msg = (
+            f"{ENV_VAR}={name!r} asks for a device this machine lacks ({exc}); "
+            f"available here: {', '.join(repr(d) for d in available_devices())}. "
+            f"Unset {ENV_VAR} to choose automatically."
+        )
+        raise RuntimeError(msg) from None
+
+
+def available_devices() -> list[str]:
+    """The device names this machine can run pages on, best first.
+
+    Examples
+    --------
+    >>> available_devices()[-1]
+    'cpu'
+    """
+    found = [
+        name for name, ok in (("cuda", torch.cuda.is_available()), ("mps", _mps_available())) if ok
+    ]
+    return [*found, "cpu"]
 
 
 def autocast_dtype(device: torch.device | str) -> torch.dtype:
@@ -135,7 +166,8 @@ def describe(device: torch.device | str | None = None) -> str:
     """Return one line naming the hardware and versions, for stamping pages and records.
 
     For example ``"NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch 2.13.0"`` or
-    ``"x86_64 CPU (AMD EPYC 9B14), 2 threads · torch 2.13.0"``.
+    ``"x86_64 CPU (AMD EPYC 9B14), 2 threads · torch 2.13.0"``. A device type this
+    module has no details for (``meta``, ``xpu``, ...) is named as it is, never as the CPU.
 
     Examples
     --------
@@ -144,6 +176,8 @@ def describe(device: torch.device | str | None = None) -> str:
     True
     >>> line.endswith(f"· torch {torch_version()}")
     True
+    >>> describe("meta").startswith("meta device")
+    True
     """
     dev = pick_device() if device is None else torch.device(device)
     if dev.type == "cuda":
@@ -151,6 +185,8 @@ def describe(device: torch.device | str | None = None) -> str:
         return f"{name} · CUDA {torch.version.cuda} · torch {torch_version()}"
     if dev.type == "mps":
         return f"Apple {platform.machine()} GPU (MPS) · torch {torch_version()}"
+    if dev.type != "cpu":
+        return f"{dev} device · torch {torch_version()}"
     threads = torch.get_num_threads()
     model = _cpu_name()
     arch = platform.machine()

@@ -1,4 +1,4 @@
-"""Hooks that sphinx-gallery calls while it builds the site.
+"""The hooks sphinx-gallery calls around every example: state resets, warnings, memory.
 
 An example can change global state that the next one would silently inherit: a seed,
 the default dtype, grad mode, thread count, compiled-graph caches, warning filters.
@@ -12,9 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
 import sys
-import threading
 import warnings
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -24,24 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from effpt.bench import RECORDS_ENV
 from effpt.device import describe
-
-__all__ = [
-    "POLICY_MODULES",
-    "RESET_STATE",
-    "SEED",
-    "STAMP_SUFFIX",
-    "ReadingOrder",
-    "apply_warning_policy",
-    "call_memory",
-    "read_reading_order",
-    "records_dir",
-    "reset_state",
-]
-
-#: Suffix of the file, beside an example's records, saying when and where it last ran.
-STAMP_SUFFIX = ".stamp.json"
+from effpt.records import RECORDS_ENV
+from effpt_site.layout import STAMP_SUFFIX, records_dir
 
 #: The seed every example starts from (the page still sets its own, visibly).
 SEED = 0
@@ -61,7 +44,6 @@ RESET_STATE = (
 
 _BUILD_THREADS = torch.get_num_threads()
 _saved_filters: list[tuple[Any, ...]] = []
-
 
 #: Deprecation warnings attributed to these modules fail an example. They are the
 #: libraries the pages teach and the page itself (torch attributes most of its warnings
@@ -85,10 +67,10 @@ def apply_warning_policy() -> None:
     >>> import warnings
     >>> with warnings.catch_warnings():
     ...     apply_warning_policy()
-    ...     warnings.warn("old", DeprecationWarning, stacklevel=1)
+    ...     warnings.warn_explicit("old", FutureWarning, "f.py", 1, module="torch.jit")
     Traceback (most recent call last):
     ...
-    DeprecationWarning: old
+    FutureWarning: old
     """
     warnings.resetwarnings()
     warnings.simplefilter("default")
@@ -96,9 +78,8 @@ def apply_warning_policy() -> None:
         warnings.filterwarnings("error", category=category, module=POLICY_MODULES)
     # torch's own use of a deprecated API, not the reader's: Inductor imports
     # torch.utils.mkldnn, which applies @torch.jit.script_method at import (torch 2.13).
-    warnings.filterwarnings(
-        "ignore", message=TORCH_INTERNAL_DEPRECATION, category=DeprecationWarning
-    )
+    for category in (DeprecationWarning, FutureWarning):
+        warnings.filterwarnings("ignore", message=TORCH_INTERNAL_DEPRECATION, category=category)
 
 
 def _restore_filters(saved: list[tuple[Any, ...]]) -> None:
@@ -112,13 +93,6 @@ def _restore_filters(saved: list[tuple[Any, ...]]) -> None:
             lineno,
             append=True,
         )
-
-
-def records_dir(gallery_conf: dict[str, Any]) -> Path:
-    """The folder, inside the generated gallery, where measurement records persist."""
-    gallery_dirs = gallery_conf["gallery_dirs"]
-    first = gallery_dirs if isinstance(gallery_dirs, str) else gallery_dirs[0]
-    return Path(gallery_conf["src_dir"]) / first / "_records"
 
 
 def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "before") -> None:
@@ -179,113 +153,30 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         (folder / f"{stem}{STAMP_SUFFIX}").write_text(json.dumps(stamp), encoding="utf-8")
 
 
-def _rss_bytes() -> int:
-    """Resident set size of this process (Linux /proc; elsewhere the peak so far)."""
-    try:
-        statm = Path("/proc/self/statm").read_text(encoding="ascii")
-        return int(statm.split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        import resource  # noqa: PLC0415  (POSIX only)
+def memory_is_measured() -> bool:
+    """Whether this build can measure a page's own peak memory: only on CUDA.
 
-        scale = 1 if sys.platform == "darwin" else 1024
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    On a CPU the process's resident memory belongs to the whole Sphinx build and rarely
+    shrinks between pages, so its growth during one page is not that page's usage.
+    The build then prints no memory figure rather than a wrong one.
+    """
+    return torch.cuda.is_available()
 
 
 def call_memory(func: Callable[[], Any]) -> tuple[float, Any]:
-    """sphinx-gallery ``show_memory`` hook: run ``func`` and return (peak MiB, result).
+    """sphinx-gallery ``show_memory`` hook on CUDA: run ``func``, return (peak MiB, result).
 
-    On CUDA the peak is ``torch.cuda.max_memory_allocated``; on CPU it is the
-    process's resident memory, sampled every 20 ms while ``func`` runs.
+    The peak is :func:`torch.cuda.max_memory_allocated` after resetting the peak
+    statistics, i.e. the most memory torch's allocator held for tensors during the call.
 
     Examples
     --------
     >>> mib, value = call_memory(lambda: 42)
-    >>> value, mib > 0
+    >>> value, mib >= 0
     (42, True)
     """
-    if torch.cuda.is_available():
-        torch.cuda.reset_peak_memory_stats()
-        result = func()
-        return torch.cuda.max_memory_allocated() / 2**20, result
-
-    peak = _rss_bytes()
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.wait(0.02):
-            peak = max(peak, _rss_bytes())
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        result = func()
-    finally:
-        done.set()
-        sampler.join()
-    return max(peak, _rss_bytes()) / 2**20, result
-
-
-_ORDER_MARK = re.compile(r"^\.\. reading order:[ \t]*$", re.MULTILINE)
-
-
-def read_reading_order(folder: str | Path) -> list[str]:
-    r"""The script names listed under ``.. reading order:`` in a family's header, in order.
-
-    Returns an empty list when the folder has no header or the header no such list.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> folder = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (folder / "GALLERY_HEADER.rst").write_text(
-    ...     "T\n-\n\n.. reading order:\n   plot_b.py\n   plot_a.py\n\nAfter.\n")
-    >>> read_reading_order(folder)
-    ['plot_b.py', 'plot_a.py']
-    """
-    header = Path(folder) / "GALLERY_HEADER.rst"
-    if not header.is_file():
-        return []
-    text = header.read_text(encoding="utf-8")
-    match = _ORDER_MARK.search(text)
-    if match is None:
-        return []
-    names = []
-    for line in text[match.end() :].splitlines()[1:]:
-        if not line.startswith(" ") or not line.strip():
-            break
-        names.append(line.strip())
-    return names
-
-
-class ReadingOrder:
-    """sphinx-gallery ``within_subsection_order``: the order a family's header lists.
-
-    Each family's ``GALLERY_HEADER.rst`` ends with a reST comment (invisible on the page)::
-
-        .. reading order:
-           plot_first.py
-           plot_second.py
-
-    A script missing from that list stops the build with a message naming it, so a new
-    page cannot land in a random place in the reading order.
-    """
-
-    def __init__(self, src_dir: str) -> None:
-        self.src_dir = Path(src_dir)
-        self.order = read_reading_order(self.src_dir)
-
-    def __call__(self, filename: str) -> tuple[int, str]:
-        name = Path(filename).name
-        if not self.order:
-            return (0, name)
-        if name not in self.order:
-            msg = (
-                f"{self.src_dir / name} is not listed under '.. reading order:' in "
-                f"{self.src_dir / 'GALLERY_HEADER.rst'}; add it where a reader should meet it"
-            )
-            raise ValueError(msg)
-        return (self.order.index(name), name)
-
-    def __repr__(self) -> str:
-        return f"ReadingOrder({str(self.src_dir)!r})"
+    if not torch.cuda.is_available():
+        return 0.0, func()
+    torch.cuda.reset_peak_memory_stats()
+    result = func()
+    return torch.cuda.max_memory_allocated() / 2**20, result

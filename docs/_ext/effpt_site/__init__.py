@@ -1,0 +1,26 @@
+"""The site's own Sphinx extension: everything around the gallery, one module per concern.
+
+* :mod:`effpt_site.layout`: where families, pages, records and stamps live.
+* :mod:`effpt_site.hooks`: what sphinx-gallery calls around each example (state resets,
+  the warning policy, memory on CUDA, the records file and the run stamp).
+* :mod:`effpt_site.cards`: the landing page's cards.
+* :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
+* :mod:`effpt_site.page_checks`: checks that fail the build, and the freshness line.
+* :mod:`effpt_site.exec_times`: the execution-times page.
+* :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
+* :mod:`effpt_site.api`: minigalleries in the API reference, offline API names.
+
+The package imports effpt (the reader-facing library); effpt never imports it.
+"""
+
+from __future__ import annotations
+
+from effpt_site import a11y, api, cards, exec_times, measurements, page_checks
+
+
+def setup(app):
+    for module in (a11y, api, cards, exec_times, measurements, page_checks):
+        module.setup(app)
+    app.add_config_value("effpt_families", [], "env")
+    app.add_css_file("effpt.css")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

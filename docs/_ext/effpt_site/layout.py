@@ -1,0 +1,132 @@
+"""Where the gallery lives: families, their reading order, generated pages and records.
+
+Every other module of the extension asks this one where things are, so the layout of
+``examples/`` and ``auto_examples/`` is described once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+#: Suffix of the file, beside an example's records, saying when and where it last ran.
+STAMP_SUFFIX = ".stamp.json"
+
+_ORDER_MARK = re.compile(r"^\.\. reading order:[ \t]*$", re.MULTILINE)
+
+
+def read_reading_order(folder: str | Path) -> list[str]:
+    r"""The script names listed under ``.. reading order:`` in a family's header, in order.
+
+    Returns an empty list when the folder has no header or the header no such list.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "GALLERY_HEADER.rst").write_text(
+    ...     "T\n-\n\n.. reading order:\n   plot_b.py\n   plot_a.py\n\nAfter.\n")
+    >>> read_reading_order(folder)
+    ['plot_b.py', 'plot_a.py']
+    """
+    header = Path(folder) / "GALLERY_HEADER.rst"
+    if not header.is_file():
+        return []
+    text = header.read_text(encoding="utf-8")
+    match = _ORDER_MARK.search(text)
+    if match is None:
+        return []
+    names = []
+    for line in text[match.end() :].splitlines()[1:]:
+        if not line.startswith(" ") or not line.strip():
+            break
+        names.append(line.strip())
+    return names
+
+
+class ReadingOrder:
+    """sphinx-gallery ``within_subsection_order``: the order a family's header lists.
+
+    Each family's ``GALLERY_HEADER.rst`` ends with a reST comment (invisible on the page)::
+
+        .. reading order:
+           plot_first.py
+           plot_second.py
+
+    A script missing from that list stops the build with a message naming it, so a new
+    page cannot land in a random place in the reading order.
+    """
+
+    def __init__(self, src_dir: str) -> None:
+        self.src_dir = Path(src_dir)
+        self.order = read_reading_order(self.src_dir)
+
+    def __call__(self, filename: str) -> tuple[int, str]:
+        name = Path(filename).name
+        if not self.order:
+            return (0, name)
+        if name not in self.order:
+            msg = (
+                f"{self.src_dir / name} is not listed under '.. reading order:' in "
+                f"{self.src_dir / 'GALLERY_HEADER.rst'}; add it where a reader should meet it"
+            )
+            raise ValueError(msg)
+        return (self.order.index(name), name)
+
+    def __repr__(self) -> str:
+        return f"ReadingOrder({str(self.src_dir)!r})"
+
+
+def records_dir(gallery_conf: dict[str, Any]) -> Path:
+    """The folder, inside the generated gallery, where measurement records persist."""
+    gallery_dirs = gallery_conf["gallery_dirs"]
+    first = gallery_dirs if isinstance(gallery_dirs, str) else gallery_dirs[0]
+    return Path(gallery_conf["src_dir"]) / first / "_records"
+
+
+def examples_dir(app) -> Path:
+    """The gallery's source folder (``examples/``)."""
+    return (Path(app.srcdir) / app.config.sphinx_gallery_conf["examples_dirs"]).resolve()
+
+
+def generated_dir(app) -> Path:
+    """The folder sphinx-gallery writes pages into (``docs/auto_examples``)."""
+    return Path(app.srcdir) / app.config.sphinx_gallery_conf["gallery_dirs"]
+
+
+def family_dirs(app) -> list[Path]:
+    """Each lesson family's source folder, in reading order."""
+    return [examples_dir(app) / family for family in app.config.effpt_families]
+
+
+def reading_order(folder: Path) -> list[str]:
+    """A family's scripts in reading order (by name when its header lists none)."""
+    return read_reading_order(folder) or sorted(p.name for p in folder.glob("plot_*.py"))
+
+
+def example_pages(app) -> dict[str, str]:
+    """Map each example's stem to its page's docname, for every family in reading order."""
+    gallery = app.config.sphinx_gallery_conf["gallery_dirs"]
+    pages = {}
+    for folder in family_dirs(app):
+        for name in reading_order(folder):
+            stem = Path(name).stem
+            pages[stem] = f"{gallery}/{folder.name}/{stem}"
+    return pages
+
+
+def header_title_and_intro(folder: Path) -> tuple[str, str]:
+    """A family's title and first paragraph, from its GALLERY_HEADER.rst."""
+    lines = (folder / "GALLERY_HEADER.rst").read_text(encoding="utf-8").splitlines()
+    title = lines[0].strip()
+    paragraph: list[str] = []
+    for line in lines[2:]:
+        if line.startswith(".."):
+            break
+        if not line.strip():
+            if paragraph:
+                break
+            continue
+        paragraph.append(line.strip())
+    return title, " ".join(paragraph)

@@ -1,0 +1,320 @@
+"""The measurements page: every record the gallery wrote, and the sources' claims scored.
+
+Pages time their variants with :func:`effpt.bench.compare`, which appends
+:class:`effpt.records.Record` lines to a file per page (the gallery hook names it).
+This module validates those files, lists every record, and scores each speed claim of
+the source material against the record that measures the same thing. A claim is
+scored only like for like: on the device class the source measured on, for the same
+technique and the same size. Otherwise the table says why it is not comparable.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from docutils import nodes
+from docutils.parsers.rst import Directive
+from docutils.statemachine import StringList
+from sphinx.errors import ExtensionError
+from sphinx.util.nodes import nested_parse_with_titles
+
+from effpt.records import Ratio, format_seconds, speedup
+from effpt_site.layout import example_pages, generated_dir
+
+RECORD_FIELDS = {
+    "task": str,
+    "variant": str,
+    "median_s": (int, float),
+    "iqr_s": (int, float),
+    "q1_s": (int, float),
+    "q3_s": (int, float),
+    "repeats": int,
+    "number": int,
+    "baseline": str,
+    "machine": str,
+}
+
+
+class _Row:
+    """A validated record with the page it came from; quacks like a Record for speedup()."""
+
+    def __init__(self, record: dict, page: str, docname: str) -> None:
+        self.__dict__.update(record)
+        self.page, self.docname = page, docname
+        self.q1, self.median, self.q3 = record["q1_s"], record["median_s"], record["q3_s"]
+
+    def __getitem__(self, key: str):
+        return self.__dict__[key]
+
+
+def _validate(record: object) -> None:
+    if not isinstance(record, dict):
+        msg = f"a record must be a JSON object, got {type(record).__name__}"
+        raise TypeError(msg)
+    for field, kind in RECORD_FIELDS.items():
+        if not isinstance(record[field], kind):
+            msg = f"field {field!r} is {type(record[field]).__name__}"
+            raise TypeError(msg)
+    for field in ("median_s", "q1_s", "q3_s"):
+        if not (math.isfinite(record[field]) and record[field] > 0):
+            msg = f"{field}={record[field]!r} is not a positive number"
+            raise ValueError(msg)
+    if not record["q1_s"] <= record["median_s"] <= record["q3_s"]:
+        msg = "quartiles out of order: expected q1_s <= median_s <= q3_s"
+        raise ValueError(msg)
+
+
+def load_records(app) -> list[_Row]:
+    """Every record under auto_examples/_records, validated; a bad one fails the build."""
+    folder = generated_dir(app) / "_records"
+    pages = example_pages(app)
+    rows = []
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        if path.stem not in pages:
+            msg = f"measurement record {path} comes from an unknown page {path.stem!r}"
+            raise ExtensionError(msg)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                record = json.loads(line)
+                _validate(record)
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+                msg = f"malformed measurement record {path}:{number}: {exc!r}"
+                raise ExtensionError(msg) from exc
+            rows.append(_Row(record, path.stem, pages[path.stem]))
+    return rows
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A speed claim of the source material and the record that tests it like for like.
+
+    ``device`` is the device class the source measured on ("cuda", or "cpu" when the
+    source's code ran on the CPU); a build on another device class reports the claim
+    as not comparable. ``promised`` is the speed-up the source reports.
+    """
+
+    text: str
+    source: str
+    device: str
+    page: str
+    task: str
+    slow: str
+    fast: str
+    promised: float
+
+
+CLAIMS: list[Claim] = [
+    Claim(
+        "Iterating rows with unbind is about 30 % faster than indexing them (500 × 10)",
+        "the Effective PyTorch guide",
+        "cpu",
+        "plot_overloaded_operators",
+        "row sum 500×10",
+        "m[i] loop",
+        "unbind loop",
+        1.3,
+    ),
+    Claim(
+        "One torch.sum is about 100× faster than a loop over the rows (500 × 10)",
+        "the Effective PyTorch guide",
+        "cpu",
+        "plot_overloaded_operators",
+        "row sum 500×10",
+        "m[i] loop",
+        "torch.sum",
+        100.0,
+    ),
+    Claim(
+        "The uniformity loss through a matrix product instead of pdist: "
+        "19.4 ms → 2.26 ms (1024 × 128, forward and backward)",
+        "Thomas Viehmann's ACDL 2020 notebook",
+        "cuda",
+        "plot_timing_pytorch_code",
+        "uniformity loss, forward + backward",
+        "pdist",
+        "matmul",
+        19.4 / 2.26,
+    ),
+    Claim(
+        "A TorchScript loop is about 10 % faster than the Python loop (batch gather)",
+        "the Effective PyTorch guide",
+        "cpu",
+        "plot_batch_gather",
+        "batch gather, batch …",
+        "python loop",
+        "TorchScript loop",
+        1.1,
+    ),
+    Claim(
+        "A vectorised batch gather is about 100× faster than the loop",
+        "the Effective PyTorch guide",
+        "cpu",
+        "plot_batch_gather",
+        "batch gather, batch …",
+        "python loop",
+        "flat + offset",
+        100.0,
+    ),
+    Claim(
+        "TorchScript's fuser takes the box IoU of 100 000 pairs from 238 µs to 40.3 µs",
+        "Thomas Viehmann's ACDL 2020 notebook",
+        "cuda",
+        "plot_fusing_elementwise_work",
+        "box IoU, …",
+        "eager",
+        "torch.compile",
+        238 / 40.3,
+    ),
+]
+
+#: A verdict of "nearly" covers speed-ups within this fraction below the promised one.
+NEARLY = 0.85
+
+
+def verdict(ratio: Ratio, promised: float) -> str:
+    """Score a measured speed-up against a promised one, honest about the noise.
+
+    "yes" when the whole interval reaches the promise, "nearly" when it lies within
+    15 % below it, "no" when it lies wholly below that, and "inconclusive" when the
+    interval straddles one of those lines: another build could land on either side.
+
+    Examples
+    --------
+    >>> from effpt.records import Ratio
+    >>> [verdict(Ratio(v, lo, hi), 2.0) for v, lo, hi in
+    ...  [(2.5, 2.2, 2.8), (1.9, 1.8, 1.95), (1.0, 0.9, 1.1), (2.0, 1.6, 2.4)]]
+    ['yes', 'nearly', 'no', 'inconclusive']
+    """
+    if ratio.low >= promised:
+        return "yes"
+    if ratio.high < NEARLY * promised:
+        return "no"
+    if ratio.low >= NEARLY * promised and ratio.high < promised:
+        return "nearly"
+    return "inconclusive"
+
+
+def _device_class(machine: str) -> str:
+    if "CUDA" in machine:
+        return "cuda"
+    if "MPS" in machine:
+        return "mps"
+    return "cpu"
+
+
+def _resolve_task(rows: list[_Row], claim: Claim) -> str:
+    """A task ending in '…' names the largest (last) task of the page with that prefix."""
+    if not claim.task.endswith("…"):
+        return claim.task
+    tasks = [r.task for r in rows if r.page == claim.page and r.task.startswith(claim.task[:-1])]
+    return tasks[-1] if tasks else claim.task
+
+
+def claim_lines(rows: list[_Row]) -> list[str]:
+    """A table of the sources' claims, each with this build's speed-up and a verdict."""
+    lines = [
+        ".. list-table:: The source material's speed claims, measured by this build",
+        "   :header-rows: 1",
+        "",
+        "   * - Claim",
+        "     - Source",
+        "     - Source says",
+        "     - This build",
+        "     - Met?",
+    ]
+    for claim in CLAIMS:
+        head = [f"   * - {claim.text}", f"     - {claim.source}", f"     - {claim.promised:.3g}×"]
+        page_rows = [r for r in rows if r.page == claim.page]
+        if not page_rows:  # that page was not executed in this build tree
+            lines += [*head, "     - not measured", "     - —"]
+            continue
+        task = _resolve_task(rows, claim)
+        found = {r.variant: r for r in page_rows if r.task == task}
+        fast = next((v for v in claim.fast.split("|") if v in found), claim.fast)
+        if claim.slow not in found or fast not in found:
+            msg = (
+                f"claim {claim.text!r}: no records for {claim.slow!r} and {claim.fast!r} "
+                f"of {task!r} on {claim.page}"
+            )
+            raise ExtensionError(msg)
+        machine = found[fast].machine
+        where = f":doc:`/{found[fast].docname}`, {task}"
+        if _device_class(machine) != claim.device:
+            measured_on = "a GPU" if claim.device == "cuda" else "a CPU"
+            why = (
+                f"not comparable on this machine: the source measured on {measured_on}, "
+                f"this build ran on {machine} ({where})"
+            )
+            lines += [*head, f"     - {why}", "     - —"]
+            continue
+        ratio = speedup(found[claim.slow], found[fast])
+        lines += [
+            *head,
+            f"     - {ratio} on {machine} ({where})",
+            f"     - {verdict(ratio, claim.promised)}",
+        ]
+    return lines
+
+
+class MeasurementsDirective(Directive):
+    """The claims table, then one table of every record of the build."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        rows = load_records(env.app)
+        for row in rows:
+            env.note_dependency(str(generated_dir(env.app) / "_records" / f"{row.page}.jsonl"))
+        lines = [
+            ".. list-table:: Every timing in the gallery",
+            "   :header-rows: 1",
+            "   :class: effpt-measurements",
+            "",
+            "   * - Page",
+            "     - Task",
+            "     - Variant",
+            "     - Median",
+            "     - IQR",
+            "     - Repeats",
+            "     - vs baseline",
+        ]
+        for row in rows:
+            base = next(
+                (
+                    r
+                    for r in rows
+                    if (r.page, r.task, r.variant) == (row.page, row.task, row.baseline)
+                ),
+                None,
+            )
+            if row.variant == row.baseline:
+                versus = "baseline"
+            elif base is None:
+                versus = "n/a"
+            else:
+                ratio = speedup(base, row)
+                versus = f"{ratio} {ratio.verdict}"
+            lines += [
+                f"   * - :doc:`/{row.docname}`",
+                f"     - {row.task}",
+                f"     - ``{row.variant}``",
+                f"     - {format_seconds(row.median_s)}",
+                f"     - {format_seconds(row.iqr_s)}",
+                f"     - {row.repeats} × {row.number}",
+                f"     - {versus}",
+            ]
+        if not rows:
+            lines = ["*No page of this build recorded a measurement.*"]
+        machines = sorted({r.machine for r in rows})
+        intro = [f"All timings below were taken on {', '.join(machines)}.", ""] if machines else []
+        lines = [*claim_lines(rows), "", *intro, *lines]
+        container = nodes.container()
+        nested_parse_with_titles(self.state, StringList(lines, source="measurements"), container)
+        return container.children
+
+
+def setup(app) -> None:
+    app.add_directive("effpt-measurements", MeasurementsDirective)

@@ -1,0 +1,225 @@
+"""Records of what was measured, speed-ups with their uncertainty, and how to print both.
+
+A :class:`Record` is one timed variant of one task, as :func:`effpt.bench.compare`
+returns it and as the site's measurements page lists it. :func:`speedup` turns two
+timings into a :class:`Ratio` that carries the interval the noise allows and a verdict,
+so that a comparison whose spreads overlap is reported as "inconclusive", never as a
+win or a loss.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RECORDS_ENV",
+    "Ratio",
+    "Record",
+    "format_seconds",
+    "format_table",
+    "save_records",
+    "speedup",
+]
+
+#: Names the JSON-lines file that :func:`save_records` appends to (the site's build sets it).
+RECORDS_ENV = "EFFPT_RECORDS_FILE"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured variant of one task: median and quartiles of seconds per call."""
+
+    task: str
+    variant: str
+    median_s: float
+    iqr_s: float
+    q1_s: float
+    q3_s: float
+    repeats: int
+    number: int
+    baseline: str
+    machine: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """How many times faster the fast variant ran, with the interval the noise allows.
+
+    ``value`` is the ratio of the medians; ``low`` divides the slow variant's first
+    quartile by the fast one's third, ``high`` the other way round. When the interval
+    contains 1 the two cannot be told apart on this evidence: "inconclusive".
+
+    Examples
+    --------
+    >>> r = Ratio(2.31, 2.12, 2.52)
+    >>> str(r), r.verdict
+    ('2.3× (2.1–2.5)', 'faster')
+    >>> Ratio(1.04, 0.91, 1.22).verdict
+    'inconclusive'
+    >>> str(Ratio(415.2, 401.0, 433.9)), str(Ratio(1.2712, 1.2698, 1.2741))
+    ('415× (401–434)', '1.27× (1.27–1.27)')
+    >>> str(Ratio(0.52, 0.2, 1.1)), str(Ratio(1.57, 1.23, 2.41))
+    ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
+    """
+
+    value: float
+    low: float
+    high: float
+
+    @property
+    def verdict(self) -> str:
+        """'faster' or 'slower' when the whole interval says so, else 'inconclusive'."""
+        if self.low > 1:
+            return "faster"
+        if self.high < 1:
+            return "slower"
+        return "inconclusive"
+
+    def decimals(self) -> int:
+        """Decimals the interval supports: three significant digits only when it is tight.
+
+        Two significant digits when the interval is narrower than half the value, one
+        when it is wider (but always one decimal below 10×, so that a bound of 1.3 is
+        not shown as 1): a ratio is never printed more precisely than it is known.
+        """
+        finite = all(math.isfinite(v) and v > 0 for v in (self.value, self.low, self.high))
+        if not finite:
+            return 0
+        width = self.high - self.low
+        digits = 3 if width < 0.02 * self.value else 2 if width < 0.5 * self.value else 1
+        decimals = digits - 1 - math.floor(math.log10(self.value))
+        return max(decimals, 1 if self.value < 10 else 0, 0)
+
+    def __str__(self) -> str:
+        if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
+            return "n/a"
+        d = self.decimals()
+        return f"{self.value:.{d}f}× ({self.low:.{d}f}–{self.high:.{d}f})"
+
+
+def _quartiles_of(x: Any) -> tuple[float, float, float]:
+    """(q1, median, q3) of a Record or of anything with ``q1``, ``median`` and ``q3``."""
+    if isinstance(x, Record):
+        return x.q1_s, x.median_s, x.q3_s
+    try:
+        return float(x.q1), float(x.median), float(x.q3)
+    except AttributeError:
+        msg = f"expected a Timing or a Record, got {type(x).__name__}"
+        raise TypeError(msg) from None
+
+
+def speedup(slow: Any, fast: Any) -> Ratio:
+    """How many times faster ``fast`` ran than ``slow``: a :class:`Ratio` with its interval.
+
+    Each argument is an :class:`effpt.bench.Timing` or a :class:`Record`.
+
+    Examples
+    --------
+    >>> from effpt.bench import Timing
+    >>> slow = Timing(per_call=(9.0, 10.0, 10.0, 10.0, 11.0), number=1)
+    >>> fast = Timing(per_call=(4.0, 5.0, 5.0, 5.0, 6.0), number=1)
+    >>> r = speedup(slow, fast)
+    >>> r.value, r.low, r.high, r.verdict
+    (2.0, 2.0, 2.0, 'faster')
+    >>> speedup(fast, fast).verdict
+    'inconclusive'
+    >>> speedup(slow, "fast")
+    Traceback (most recent call last):
+    ...
+    TypeError: expected a Timing or a Record, got str
+    """
+    s_q1, s_med, s_q3 = _quartiles_of(slow)
+    f_q1, f_med, f_q3 = _quartiles_of(fast)
+    if min(s_q1, s_med, s_q3, f_q1, f_med, f_q3) <= 0:  # a zero time has no ratio
+        return Ratio(math.nan, math.nan, math.nan)
+    return Ratio(s_med / f_med, s_q1 / f_q3, s_q3 / f_q1)
+
+
+_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def format_seconds(seconds: float) -> str:
+    """Format a duration with three significant digits and the unit that fits *after* rounding.
+
+    Examples
+    --------
+    >>> format_seconds(0.0000238), format_seconds(0.0194), format_seconds(2.5)
+    ('23.8 µs', '19.4 ms', '2.50 s')
+    >>> format_seconds(0.9995), format_seconds(0.09996), format_seconds(0.0)
+    ('1.00 s', '100 ms', '0 s')
+    >>> format_seconds(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: seconds must be a finite number >= 0, got nan
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        msg = f"seconds must be a number, got {type(seconds).__name__}"
+        raise TypeError(msg)
+    if not (math.isfinite(seconds) and seconds >= 0):
+        msg = f"seconds must be a finite number >= 0, got {seconds!r}"
+        raise ValueError(msg)
+    if seconds == 0:
+        return "0 s"
+    for unit, scale in _UNITS:
+        value = float(f"{seconds / scale:.3g}")  # round first, then see if the unit fits
+        if value >= 1 or unit == "ns":
+            return f"{value:.3g} {unit}" if value >= 100 else f"{value:#.3g} {unit}"
+    raise AssertionError  # pragma: no cover
+
+
+def format_table(records: Sequence[Record]) -> str:
+    """A plain-text table of records: median, IQR, and each speed-up with its verdict.
+
+    Examples
+    --------
+    >>> rows = [Record("t", "slow", 2e-3, 1e-4, 1.95e-3, 2.05e-3, 5, 1, "slow", "cpu"),
+    ...         Record("t", "fast", 5e-4, 2e-5, 4.9e-4, 5.1e-4, 5, 1, "slow", "cpu"),
+    ...         Record("t", "same", 2e-3, 4e-4, 1.8e-3, 2.2e-3, 5, 1, "slow", "cpu"),
+    ...         Record("t", "broken", 0.0, 0.0, 0.0, 0.0, 5, 1, "slow", "cpu")]
+    >>> print(format_table(rows))
+    t              median       IQR  speed-up over slow
+    slow          2.00 ms    100 µs  (baseline)
+    fast           500 µs   20.0 µs  4.0× (3.8–4.2) faster
+    same          2.00 ms    400 µs  1.0× (0.9–1.1) inconclusive
+    broken            0 s       0 s  n/a (median is 0)
+    """
+    if not records:
+        return ""
+    by_name = {r.variant: r for r in records}
+    width = max(12, len(records[0].task) + 2, *(len(r.variant) + 2 for r in records))
+    baseline = records[0].baseline
+    lines = [f"{records[0].task:<{width}}{'median':>9}{'IQR':>10}  speed-up over {baseline}"]
+    for r in records:
+        if r.variant == r.baseline:
+            note = "(baseline)"
+        elif r.baseline not in by_name:
+            note = "n/a (no baseline)"
+        elif r.median_s <= 0 or by_name[r.baseline].median_s <= 0:
+            note = "n/a (median is 0)"
+        else:
+            ratio = speedup(by_name[r.baseline], r)
+            note = f"{ratio} {ratio.verdict}"
+        lines.append(
+            f"{r.variant:<{width}}{format_seconds(r.median_s):>9}"
+            f"{format_seconds(r.iqr_s):>10}  {note}"
+        )
+    return "\n".join(lines)
+
+
+def save_records(records: Sequence[Record]) -> None:
+    """Append records to the file ``$EFFPT_RECORDS_FILE`` names; without it, do nothing."""
+    path = os.environ.get(RECORDS_ENV)
+    if not path:
+        return
+    with Path(path).open("a", encoding="utf-8") as f:
+        f.writelines(json.dumps(record.to_dict()) + "\n" for record in records)
