@@ -89,7 +89,8 @@ def setup() -> torch.device:
     else:
         device, backend = torch.device("cpu"), "gloo"
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_size))  # share the cores
-    dist.init_process_group(backend, timeout=timedelta(seconds=60))  # reads the variables
+    nccl_device = device if backend == "nccl" else None  # NCCL binds the group to it
+    dist.init_process_group(backend, timeout=timedelta(seconds=60), device_id=nccl_device)
     return device
 
 
@@ -127,10 +128,15 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
 
+def flat_weights(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()  # (n_params,)
+
+
 def train(device: torch.device, epochs: int = 4) -> dict:
     rank = dist.get_rank()
     torch.manual_seed(SEED + rank)  # different initial weights on each rank, on purpose
     model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)).to(device)
+    built = flat_weights(model)
     model = DistributedDataParallel(
         model, device_ids=[device.index] if device.type == "cuda" else None
     )
@@ -152,26 +158,31 @@ def train(device: torch.device, epochs: int = 4) -> dict:
             scaler.update()
             losses.append(loss.item())
             scales.append(scaler.get_scale())
-    weights = torch.cat([p.detach().reshape(-1) for p in model.parameters()])  # (n_params,)
     return {
         "rank": rank,
         "backend": dist.get_backend(),
         "device": str(device),
         "losses": losses,
         "scales": scales,
-        "weights": weights.cpu(),
+        "built": built,
+        "weights": flat_weights(model),
     }
 
 
 # %%
 # Leave the process group
 # -----------------------
-# ``main`` is what every rank runs. ``destroy_process_group`` runs however ``train``
-# ends, so that no rank leaves its connections, threads and port behind.
+# ``main`` is what every rank runs. A rank that finishes first must not tear down its
+# connections while another rank is still reading the last gradients from them, so
+# every rank waits at a barrier first: past it, all of them are done communicating.
+# ``destroy_process_group`` then runs however ``train`` ended, so that no rank leaves
+# its connections, threads and port behind.
 def main() -> dict:
     device = setup()
     try:
-        return train(device)
+        result = train(device)
+        dist.barrier()
+        return result
     finally:
         dist.destroy_process_group()
 
@@ -213,25 +224,26 @@ if LAUNCHER:
 # %%
 # Two ranks, one model
 # --------------------
-# The ranks saw different batches, so their losses differ step by step. Yet they end
-# with identical weights, although they started from different ones, and their
-# scalers agree at every step: the gradients they act on were averaged first.
+# The ranks saw different batches, so their losses differ step by step. Each built
+# different weights, yet they end with identical ones: DDP copied rank 0's weights to
+# both before the first step, and every step applied the same averaged gradients. Their
+# scalers agree at every step for the same reason.
 if LAUNCHER:
     losses = [torch.tensor(r["losses"]) for r in results]  # (steps,) per rank
     scales = [r["scales"] for r in results]
     before = [2.0**16, *scales[0][:-1]]  # the scale each step started with
     skipped = [i for i, (s, b) in enumerate(zip(scales[0], before, strict=True)) if s < b]
+    same_built = torch.equal(results[0]["built"], results[1]["built"])
     same_weights = torch.equal(results[0]["weights"], results[1]["weights"])
     print(f"largest loss difference between the ranks: {(losses[0] - losses[1]).abs().max():.3f}")
-    print(
-        f"identical weights: {same_weights}; identical scale at every step: {scales[0] == scales[1]}"
-    )
+    print(f"identical weights as built: {same_built}; after training: {same_weights}")
+    print(f"identical scale at every step: {scales[0] == scales[1]}")
     print(f"steps whose gradients overflowed (skipped on both ranks): {skipped}")
 
 # sphinx_gallery_start_ignore
 if LAUNCHER:
     assert [r["rank"] for r in results] == [0, 1]
-    assert same_weights
+    assert same_weights and not same_built
     assert scales[0] == scales[1]
     assert (losses[0] - losses[1]).abs().max() > 1e-3
     for curve in losses:

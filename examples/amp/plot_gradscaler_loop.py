@@ -152,8 +152,9 @@ import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(8, 3.6), layout="constrained")
 styles = {"scaled": "C3", "unscaled": "C0", "after clipping": "C2"}
+labels = {"scaled": "scaled", "unscaled": "unscaled", "after clipping": "unscaled, clipped"}
 for name, values in norms.items():
-    ax.semilogy(values, color=styles[name], linewidth=1.5, label=f"{name} gradients")
+    ax.semilogy(values, color=styles[name], linewidth=1.5, label=labels[name])
 ax.axhline(max_norm, color="0.4", linestyle=":", label=f"max_norm = {max_norm}")
 ax.set(xlabel="step", ylabel="gradient norm", title="Clip after unscale_: the norms clipping sees")
 fig.legend(loc="outside right center")

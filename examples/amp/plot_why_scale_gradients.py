@@ -3,8 +3,8 @@ See why float16 gradients need scaling
 ======================================
 
 Gradients are often tiny, and float16 has few numbers below 6.1e-5 and none between
-zero and 6.0e-8: cast there, small gradients lose their digits or become exactly zero,
-and training stalls without an error. This page collects real gradients from a small network, counts
+zero and 2⁻²⁴ (about 6.0e-8): cast there, small gradients lose their digits or become
+exactly zero, and training stalls without an error. This page collects real gradients from a small network, counts
 how many float16 would damage with and without a scale factor, and then watches
 :class:`torch.amp.GradScaler` skip a step on overflow, halve its scale and grow it back.
 
