@@ -208,12 +208,13 @@ if __name__ == "__main__" and not LAUNCHER:
 # runs ``main`` in each and returns what each returned. On top of what torchrun does on
 # one machine, it terminates every rank after a deadline, stops the others as soon as
 # one fails and raises that rank's traceback, and retries a port another program took.
-# A process started by spawn (macOS, Windows) or forkserver imports ``main`` from this
-# file; a notebook or the docs build has no file, so there the ranks start by fork.
+# The ranks start by spawn, fresh interpreters that import ``main`` from this file,
+# as torchrun's do; a forked rank could not use a GPU this process has already used.
+# A notebook or the docs build has no file to import, so there they start by fork.
 from effpt.ddp import launch
 
 if LAUNCHER:
-    method = None if "__file__" in globals() else "fork"
+    method = "spawn" if "__file__" in globals() else "fork"
     results = launch(main, world_size=2, timeout_s=120, start_method=method)
     for r in results:
         print(

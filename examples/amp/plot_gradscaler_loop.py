@@ -92,12 +92,12 @@ print(
 
 # sphinx_gallery_start_ignore
 assert history[-1] < history[0] / 2, history
-assert skipped[:1] == [0], skipped
 # sphinx_gallery_end_ignore
 
 # %%
-# On this untrained model the first scaled backward pass overflows float16: the
-# scaler skipped it and halved the scale, a normal start rather than an error.
+# Each step in that list had scaled gradients that overflowed float16: the scaler
+# skipped it and halved the scale. On an untrained model the first step often
+# overflows; that is the scaler finding its level, not an error.
 #
 # Clip unscaled gradients
 # -----------------------
