@@ -275,8 +275,10 @@ if LAUNCHER:
 # Summary
 # -------
 # - A rank reads ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``/``MASTER_PORT``
-#   from its environment, calls :func:`torch.distributed.init_process_group` with a
-#   timeout, and calls :func:`torch.distributed.destroy_process_group` in a ``finally``.
+#   from its environment and calls :func:`torch.distributed.init_process_group` with a
+#   timeout. It leaves through :func:`torch.distributed.barrier`, so that no rank tears
+#   down while another still communicates, and
+#   :func:`torch.distributed.destroy_process_group` in a ``finally``.
 # - Wrap the model in ``DistributedDataParallel`` after moving it to the rank's device;
 #   give each rank its share of the data with ``DistributedSampler`` and ``set_epoch``.
 # - With one device per process, autocast and ``GradScaler`` go in the loop exactly as
