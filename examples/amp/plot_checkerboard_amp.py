@@ -115,10 +115,10 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 # %%
 # Train every variant
 # -------------------
-# Each variant starts from the same weights. On a GPU there are five: float32, TF32,
-# float16 with a scaler, bfloat16, and :func:`torch.compile` on top of float16. On a CPU
-# the 16-bit type is bfloat16, and TF32 does not exist there; compilation is left out,
-# as it would take longer than the whole page may.
+# Each variant starts from the same weights. On a CUDA GPU there are five: float32,
+# TF32, float16 with a scaler, bfloat16, and :func:`torch.compile` on top of float16.
+# Elsewhere there are two, float32 and the 16-bit type chosen above: TF32 is an NVIDIA
+# format, and compilation would take longer than the whole page may.
 low_name = str(low).removeprefix("torch.")
 variants = {"float32": (None, False, False)}  # name: (autocast dtype, TF32, compiled)
 if device.type == "cuda":
@@ -128,7 +128,7 @@ if device.type == "cuda":
     variants["bfloat16 autocast"] = (torch.bfloat16, False, False)
     variants["compile + float16 autocast"] = (torch.float16, False, True)
 else:
-    print("GPU only, not run here: TF32, float16 next to bfloat16, torch.compile + autocast")
+    print("CUDA only, not run here: TF32, float16 next to bfloat16, torch.compile + autocast")
 
 steps_fn, losses, predictions = {}, {}, {}
 for name, (dtype, use_tf32, compiled) in variants.items():
