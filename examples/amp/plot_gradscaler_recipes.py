@@ -5,8 +5,8 @@ Use GradScaler with accumulation, gradient penalties and custom functions
 Some training code touches gradients in ways the basic float16 loop does not: it
 accumulates them over several batches, differentiates them again for a penalty, or
 computes them in a hand-written autograd function. Each of these meets the scaled
-gradients of :class:`torch.amp.GradScaler` in its own way, and gets silently wrong
-gradients if it ignores them. This page runs the recipes of PyTorch's "Automatic
+gradients of :class:`torch.amp.GradScaler` in its own way, and goes wrong, sometimes
+silently, if it ignores them. This page runs the recipes of PyTorch's "Automatic
 Mixed Precision examples" page on a small model and checks each against a reference
 computed without scaling. The loop itself, clipping, several optimizers and
 checkpoints are on :doc:`plot_gradscaler_loop`.
@@ -18,8 +18,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_gr
 # Setup: float16 on every device
 # ------------------------------
 # Gradient scaling exists for float16, so this page uses float16 autocast everywhere,
-# as the previous one does: CPUs support it too, more slowly than bfloat16, which lets
-# every recipe below run and be checked on any machine.
+# as :doc:`plot_gradscaler_loop` does: CPUs support it too, more slowly than bfloat16,
+# which lets every recipe below run and be checked on any machine.
 import torch
 from torch import nn
 
