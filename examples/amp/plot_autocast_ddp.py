@@ -195,10 +195,11 @@ def main() -> dict:
 # machine with several GPUs, ``--nproc-per-node`` is usually the number of GPUs.
 if __name__ == "__main__" and not LAUNCHER:
     result = main()
-    print(
+    line = (
         f"rank {result['rank']}: loss {result['losses'][0]:.3f} -> {result['losses'][-1]:.3f}, "
-        f"scale {result['scales'][-1]:.0f}, weights' sum {result['weights'].sum():.6f}"
+        f"scale {result['scales'][-1]:.0f}, weights' sum {result['weights'].sum():.6f}\n"
     )
+    print(line, end="", flush=True)  # one write: the two ranks' lines cannot interleave
 
 # %%
 # Or let the page start its ranks
