@@ -132,6 +132,52 @@ def test_a_result_that_cannot_be_pickled_is_the_ranks_error():
         launch(unpicklable_rank, world_size=1, timeout_s=60, start_method="fork")
 
 
+class _RacyProcess:
+    """A stand-in for a rank whose exit lands between two looks at its exit code.
+
+    Rank 1 fails (writes its traceback, closes its sentinel) as it starts, but its
+    exit code reads None the first time and 1 after; rank 0 runs until stopped.
+    """
+
+    def __init__(self, target, args, name):  # noqa: ARG002  (Process's signature)
+        self.rank, self.outdir = args[2], args[5]
+        self.sentinel, self._write_end = os.pipe()
+        self.looks, self.stopped = 0, False
+
+    def start(self):
+        if self.rank == 1:
+            Path(self.outdir, "rank1.err").write_text("RuntimeError: racy failure")
+            os.close(self._write_end)  # the sentinel becomes readable, as at exit
+
+    @property
+    def exitcode(self):
+        if self.rank == 1:
+            self.looks += 1
+            return None if self.looks == 1 else 1
+        return -signal.SIGTERM if self.stopped else None
+
+    def is_alive(self):
+        return self.exitcode is None
+
+    def terminate(self):
+        self.stopped = True
+
+    kill = terminate
+
+    def join(self, timeout=None):  # noqa: ARG002
+        return None
+
+
+def test_a_rank_that_exits_between_two_looks_is_not_missed(monkeypatch):
+    """The loop must wait on the ranks it saw running, not on a second, later look."""
+    fake = types.SimpleNamespace(Process=_RacyProcess, get_start_method=lambda: "fork")
+    monkeypatch.setattr(effpt.ddp.multiprocessing, "get_context", lambda _method=None: fake)
+    start = time.monotonic()
+    with pytest.raises(DDPWorkerError, match="DDP rank 1 raised:\nRuntimeError: racy failure"):
+        launch(hanging_rank, timeout_s=20)
+    assert time.monotonic() - start < 5  # not the 20 s deadline
+
+
 def test_ranks_that_hang_are_stopped_at_the_deadline():
     timeout = 5.0
     start = time.monotonic()

@@ -162,9 +162,13 @@ def _launch_once(
                         f"{timeout_s:g} s (timeout_s); all ranks were terminated"
                     )
                     raise DDPTimeoutError(msg)
-                running = [p.sentinel for p in processes if p.exitcode is None]
-                if running:  # (an empty list would make wait() sleep the whole timeout)
-                    wait(running, timeout=left)
+                # Wait on the ranks this pass saw running. Looking at exit codes again
+                # here could miss a rank that exited in between: it would be neither
+                # counted as failed above nor waited on, and the loop would sleep on
+                # the others until they finished or the deadline came.
+                running = [p.sentinel for p, c in zip(processes, codes, strict=True) if c is None]
+                if wait(running, timeout=left):
+                    time.sleep(0.01)  # a closed sentinel may precede the exit status
         finally:
             _stop(processes)
         return [
