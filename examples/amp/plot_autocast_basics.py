@@ -76,8 +76,8 @@ with torch.autocast(device.type, dtype=low):
 # turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow their
 # inputs*. Read the table for your device: the CUDA lists keep many numerically touchy
 # ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 because
-# float16 overflows above 65504. CPU autocast with bfloat16 cannot overflow that way, so
-# it keeps far fewer, mostly losses.
+# float16 reaches infinity at 65520 (65504 is its largest finite value). CPU autocast
+# uses bfloat16, whose range matches float32's, so it keeps far fewer, mostly losses.
 import torch.nn.functional as F
 
 labels = torch.zeros(8, dtype=torch.long, device=device)

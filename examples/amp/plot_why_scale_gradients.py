@@ -18,7 +18,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_wh
 # ---------------------
 # :class:`torch.finfo` gives the limits. Below the smallest *normal* number float16
 # still has *subnormals*, down to 2⁻²⁴, but each step down costs a bit of precision;
-# anything smaller than half of 2⁻²⁴ rounds to zero. Above 65504 lies infinity.
+# anything at or below half of 2⁻²⁴ rounds to zero. At the top, 65504 is the largest
+# finite value; anything from 65520 up (halfway to the next step, 65536) rounds to
+# infinity, and what lies between rounds down to 65504.
 import torch
 
 from effpt.device import describe, pick_device
@@ -33,10 +35,13 @@ print(
     f"float16: max {fp16.max:.0f}, smallest normal {fp16.smallest_normal:.2e}, "
     f"smallest subnormal {smallest_subnormal:.2e}"
 )
+edges = torch.tensor([2.0**-25, 1.5 * 2.0**-25, 65519.0, 65520.0]).to(torch.float16)
+print("2^-25, 1.5 * 2^-25, 65519, 65520 in float16:", edges.tolist())
 
 # sphinx_gallery_start_ignore
 assert smallest_subnormal == 2.0**-24
 assert fp16.max == 65504
+assert edges.tolist() == [0.0, 2.0**-24, 65504.0, float("inf")]
 # sphinx_gallery_end_ignore
 
 # %%
