@@ -1,26 +1,65 @@
-"""Tests of effpt.ddp: real two-process runs, and every way they can fail, bounded in time."""
+"""Tests of effpt.ddp.launch: real process groups, every way a rank can fail, bounded in time."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 import socket
-import threading
+import subprocess
+import sys
 import time
+import types
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed as dist
 
 import effpt.ddp
-from effpt.ddp import (
-    AutocastMLP,
-    DDPConfig,
-    DDPTimeoutError,
-    DDPWorkerError,
-    free_port,
-    run_ddp,
-)
+from effpt.ddp import DDPTimeoutError, DDPWorkerError, free_port, launch
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "examples" / "amp" / "plot_autocast_ddp.py"
+START_METHODS = ["fork", "forkserver", "spawn"]
 
 
+# -- what the ranks run (module level: spawn and forkserver import them) ------------------
+def all_reduce_rank(offset: int = 0) -> dict:
+    """Join the group from torchrun's variables, sum the ranks, leave cleanly."""
+    env = {k: os.environ[k] for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")}
+    dist.init_process_group("gloo", timeout=timedelta(seconds=30))
+    try:
+        total = torch.tensor([float(dist.get_rank() + offset)])
+        dist.all_reduce(total)
+        return {"env": env, "sum": total.item(), "pid": os.getpid()}
+    finally:
+        dist.destroy_process_group()
+
+
+def raising_rank() -> None:
+    if os.environ["RANK"] == "1":
+        msg = "rank 1 fails on purpose"
+        raise RuntimeError(msg)
+    time.sleep(60)  # rank 0 would wait for its peer; it must be stopped, not awaited
+
+
+def hanging_rank() -> None:
+    time.sleep(600)
+
+
+def aborting_rank() -> None:
+    if os.environ["RANK"] == "1":
+        os.abort()  # SIGABRT, as a C++ std::terminate would
+    time.sleep(60)
+
+
+def unpicklable_rank() -> object:
+    return lambda: None
+
+
+# -- tests --------------------------------------------------------------------------------
 def test_free_port_can_be_bound():
     port = free_port()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -28,88 +67,124 @@ def test_free_port_can_be_bound():
 
 
 @pytest.mark.parametrize(
-    ("changes", "match"),
+    ("kwargs", "error", "match"),
     [
-        ({"world_size": 0}, "world_size must be an int >= 1, got 0"),
-        ({"steps": 1.5}, "steps must be an int >= 1, got 1.5"),
-        ({"timeout_s": 0}, r"timeout_s must be a number of seconds in \(0, 3600\), got 0"),
-        ({"timeout_s": float("inf")}, "timeout_s must be a number of seconds"),
-        ({"fault": "explode"}, "fault must be one of"),
+        ({"world_size": 0}, ValueError, "world_size must be an int >= 1, got 0"),
+        ({"world_size": True}, ValueError, "world_size must be an int >= 1, got True"),
+        ({"attempts": 0}, ValueError, "attempts must be an int >= 1, got 0"),
+        ({"timeout_s": 0}, ValueError, r"timeout_s must be a number of seconds in \(0, 3600\]"),
+        ({"timeout_s": float("nan")}, ValueError, "timeout_s must be a number of seconds"),
+        ({"start_method": "thread"}, ValueError, "start_method must be None or one of"),
     ],
 )
-def test_config_is_validated(changes, match):
-    with pytest.raises(ValueError, match=match):
-        DDPConfig(**changes)
+def test_arguments_are_validated(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        launch(all_reduce_rank, **kwargs)
 
 
-def test_attempts_is_validated():
-    with pytest.raises(ValueError, match="attempts must be an int >= 1, got 0"):
-        run_ddp(DDPConfig(), attempts=0)
+def test_fn_must_be_callable():
+    with pytest.raises(TypeError, match="fn must be callable, got int"):
+        launch(3)
 
 
-def test_resolved_picks_gloo_on_cpu_when_gpus_are_too_few():
-    config = DDPConfig(world_size=max(2, torch.cuda.device_count() + 1)).resolved()
-    assert (config.backend, config.device_type) == ("gloo", "cpu")
-    assert DDPConfig(backend="gloo", device_type="cpu").resolved().backend == "gloo"
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_a_function_of_a_fileless_main_needs_fork(monkeypatch, method):
+    fileless = types.ModuleType("__main__")  # what sphinx-gallery and notebooks run in
+    monkeypatch.setitem(sys.modules, "__main__", fileless)
+
+    def page_function():
+        return 1
+
+    page_function.__module__ = "__main__"
+    with pytest.raises(ValueError, match=rf"page_function .* started by '{method}' cannot"):
+        launch(page_function, start_method=method)
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_autocast_mlp_autocasts_in_any_thread(dtype):
-    torch.manual_seed(0)
-    model = AutocastMLP(4, 8, "cpu", dtype)
-    x = torch.randn(5, 4)
-    out = {}
-    side = threading.Thread(target=lambda: out.update(side=model(x)))
-    side.start()
-    side.join()
-    assert out["side"].dtype == dtype
-    assert model(x).dtype == dtype
-    assert model.last_autocast is True
-
-
-def test_autocast_mlp_without_autocast_matches_float64_reference():
-    torch.manual_seed(0)
-    model = AutocastMLP(4, 8, "cpu", None)
-    x = torch.randn(5, 4)
-    out = model(x)
-    assert out.dtype == torch.float32
-    assert model.last_autocast is False
-    ref = model.double()(x.double())
-    torch.testing.assert_close(out.double(), ref, rtol=1e-6, atol=1e-6)
-
-
-def test_two_ranks_average_their_gradients():
+@pytest.mark.parametrize("method", START_METHODS)
+def test_ranks_get_torchruns_variables_and_reduce(method):
     start = time.monotonic()
-    results = run_ddp(DDPConfig(world_size=2, steps=3, timeout_s=120))
+    results = launch(all_reduce_rank, world_size=2, timeout_s=120, start_method=method, args=(1,))
     assert time.monotonic() - start < 120
-    assert [r["rank"] for r in results] == [0, 1]
-    for r in results:
-        assert r["backend"] == "gloo"
-        assert r["autocast_in_forward"] is True
-        assert r["output_dtype"] == r["autocast_dtype"] == "bfloat16"
-        assert r["grad_vs_mean"] < 1e-6
-        assert r["grad_vs_own"] > 1e-3  # the ranks saw different data
-        assert r["param_spread"] == 0
-        assert len(r["losses"]) == 3
-    assert results[0]["losses"] != results[1]["losses"]
+    assert [r["env"]["RANK"] for r in results] == ["0", "1"]
+    assert [r["env"]["LOCAL_RANK"] for r in results] == ["0", "1"]
+    assert all(r["env"]["WORLD_SIZE"] == r["env"]["LOCAL_WORLD_SIZE"] == "2" for r in results)
+    assert [r["sum"] for r in results] == [3.0, 3.0]  # (0 + 1) + (1 + 1) on both ranks
+    assert len({r["pid"] for r in results} | {os.getpid()}) == 3
     assert multiprocessing.active_children() == []
 
 
 def test_a_rank_that_raises_fails_fast_with_its_traceback():
     start = time.monotonic()
-    with pytest.raises(DDPWorkerError, match=r"(?s)DDP rank 1 .*fails on purpose"):
-        run_ddp(DDPConfig(fault="raise", fault_rank=1, timeout_s=60))
-    assert time.monotonic() - start < 60
+    with pytest.raises(DDPWorkerError, match=r"(?s)DDP rank 1 raised:.*fails on purpose"):
+        launch(raising_rank, timeout_s=60)
+    assert time.monotonic() - start < 30  # not the 60 s rank 0 would have slept
     assert multiprocessing.active_children() == []
 
 
-def test_a_rank_that_hangs_is_stopped_at_the_deadline():
-    timeout = 10.0
+def test_a_rank_killed_by_a_signal_is_named_with_the_signal():
+    with pytest.raises(DDPWorkerError, match="DDP rank 1 was killed by signal SIGABRT"):
+        launch(aborting_rank, timeout_s=60, start_method="fork")
+    assert multiprocessing.active_children() == []
+
+
+def test_a_result_that_cannot_be_pickled_is_the_ranks_error():
+    with pytest.raises(DDPWorkerError, match=r"(?s)DDP rank 0 raised:.*pickle"):
+        launch(unpicklable_rank, world_size=1, timeout_s=60, start_method="fork")
+
+
+class _RacyProcess:
+    """A stand-in for a rank whose exit lands between two looks at its exit code.
+
+    Rank 1 fails (writes its traceback, closes its sentinel) as it starts, but its
+    exit code reads None the first time and 1 after; rank 0 runs until stopped.
+    """
+
+    def __init__(self, target, args, name):  # noqa: ARG002  (Process's signature)
+        self.rank, self.outdir = args[2], args[5]
+        self.sentinel, self._write_end = os.pipe()
+        self.looks, self.stopped = 0, False
+
+    def start(self):
+        if self.rank == 1:
+            Path(self.outdir, "rank1.err").write_text("RuntimeError: racy failure")
+            os.close(self._write_end)  # the sentinel becomes readable, as at exit
+
+    @property
+    def exitcode(self):
+        if self.rank == 1:
+            self.looks += 1
+            return None if self.looks == 1 else 1
+        return -signal.SIGTERM if self.stopped else None
+
+    def is_alive(self):
+        return self.exitcode is None
+
+    def terminate(self):
+        self.stopped = True
+
+    kill = terminate
+
+    def join(self, timeout=None):  # noqa: ARG002
+        return None
+
+
+def test_a_rank_that_exits_between_two_looks_is_not_missed(monkeypatch):
+    """The loop must wait on the ranks it saw running, not on a second, later look."""
+    fake = types.SimpleNamespace(Process=_RacyProcess, get_start_method=lambda: "fork")
+    monkeypatch.setattr(effpt.ddp.multiprocessing, "get_context", lambda _method=None: fake)
     start = time.monotonic()
-    with pytest.raises(DDPTimeoutError, match=r"still running after 10 s"):
-        run_ddp(DDPConfig(fault="hang", fault_rank=1, timeout_s=timeout))
+    with pytest.raises(DDPWorkerError, match="DDP rank 1 raised:\nRuntimeError: racy failure"):
+        launch(hanging_rank, timeout_s=20)
+    assert time.monotonic() - start < 5  # not the 20 s deadline
+
+
+def test_ranks_that_hang_are_stopped_at_the_deadline():
+    timeout = 5.0
+    start = time.monotonic()
+    with pytest.raises(DDPTimeoutError, match=r"ranks \[0, 1\] of 2 were still running after 5 s"):
+        launch(hanging_rank, timeout_s=timeout, start_method="fork")
     elapsed = time.monotonic() - start
-    assert timeout <= elapsed < timeout + 15  # the deadline, plus the terminate grace
+    assert timeout <= elapsed < timeout + 10  # the deadline, plus the terminate grace
     assert multiprocessing.active_children() == []
 
 
@@ -127,9 +202,9 @@ def test_a_port_taken_in_the_meantime_is_retried(monkeypatch):
             return next(ports, None) or real_free_port(host)
 
         monkeypatch.setattr(effpt.ddp, "free_port", fake_free_port)
-        results = run_ddp(DDPConfig(steps=1, timeout_s=60))
+        results = launch(all_reduce_rank, timeout_s=60, start_method="fork")
     assert len(calls) == 2
-    assert all(r["grad_vs_mean"] < 1e-6 for r in results)
+    assert [r["sum"] for r in results] == [1.0, 1.0]
 
 
 def test_a_port_taken_every_time_gives_up_with_the_cause(monkeypatch):
@@ -138,5 +213,28 @@ def test_a_port_taken_every_time_gives_up_with_the_cause(monkeypatch):
         squatter.listen()
         taken = squatter.getsockname()[1]
         monkeypatch.setattr(effpt.ddp, "free_port", lambda *_args, **_kwargs: taken)
-        with pytest.raises(DDPWorkerError, match="EADDRINUSE"):
-            run_ddp(DDPConfig(steps=1, timeout_s=60), attempts=1)
+        with pytest.raises(DDPWorkerError, match=r"(?i)EADDRINUSE|address already in use"):
+            launch(all_reduce_rank, timeout_s=60, start_method="fork", attempts=1)
+
+
+def test_the_page_runs_under_torchrun(tmp_path):
+    """``torchrun --nproc-per-node=2 plot_autocast_ddp.py``, as the page tells a reader."""
+    script = tmp_path / PAGE.name
+    script.write_text(PAGE.read_text(encoding="utf-8"), encoding="utf-8")
+    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+    result = subprocess.run(
+        [*command, "--nproc-per-node=2", script.name],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
+    assert [line.split(":")[0] for line in lines] == ["rank 0", "rank 1"], result.stdout
+    sums = {line.rsplit("weights' sum ", 1)[1] for line in lines}
+    assert len(sums) == 1, lines  # one model: the same weights on both ranks
+    assert signal.SIGABRT.name not in result.stderr

@@ -14,8 +14,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_au
 # %%
 # Which device, which 16-bit type
 # -------------------------------
-# On a CUDA GPU autocast uses float16, whose tensor-core kernels are fast. On a CPU this
-# page uses bfloat16, the type CPU autocast is built for: it has float32's exponent
+# On a CUDA GPU autocast uses float16, whose tensor-core kernels are fast (on Apple's
+# MPS too). On a CPU this page uses bfloat16, the type CPU autocast is built for: it has float32's exponent
 # range, so it trades precision, not range. :func:`effpt.device.autocast_dtype` makes
 # that choice; the line below says which one this build took.
 import torch
@@ -24,7 +24,7 @@ from effpt.device import autocast_dtype, describe, pick_device
 
 torch.manual_seed(0)
 device = pick_device()
-low = autocast_dtype(device)  # float16 on CUDA, bfloat16 on CPU
+low = autocast_dtype(device)  # float16 on CUDA and MPS, bfloat16 on CPU
 print(describe(device))
 print(f"autocast on {device.type} uses {low}")
 
@@ -76,8 +76,8 @@ with torch.autocast(device.type, dtype=low):
 # turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow their
 # inputs*. Read the table for your device: the CUDA lists keep many numerically touchy
 # ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 because
-# float16 overflows above 65504. CPU autocast with bfloat16 cannot overflow that way, so
-# it keeps far fewer, mostly losses.
+# float16 reaches infinity at 65520 (65504 is its largest finite value). CPU autocast
+# uses bfloat16, whose range matches float32's, so it keeps far fewer, mostly losses.
 import torch.nn.functional as F
 
 labels = torch.zeros(8, dtype=torch.long, device=device)
@@ -100,11 +100,12 @@ ops = {
 # %%
 # The table is built by running every op, not copied from the documentation.
 t32 = torch.rand(8, 8, device=device) + 0.5  # (8, 8), positive so that log is finite
-verdicts = {}
+verdicts, outputs = {}, {}
 print(f"{'op':<15}{'float32 in':>12}{'16-bit in':>12}   verdict")
 for name, op in ops.items():
     with torch.autocast(device.type, dtype=low):
         from32, from16 = op(t32).dtype, op(t32.to(low)).dtype
+    outputs[name] = (from32, from16)
     if from32 == low:
         verdicts[name] = "lowered"
     elif from16 == torch.float32:
@@ -139,6 +140,27 @@ lowered = [name for name, verdict in verdicts.items() if verdict == "lowered"]
 kept = [name for name, verdict in verdicts.items() if verdict == "kept in float32"]
 print(f"lowered on {device.type}: {', '.join(lowered)}")
 print(f"kept in float32 on {device.type}: {', '.join(kept)}")
+
+# %%
+# The figure is the same table: one row per operation, the output's dtype for each
+# input, coloured by width. Lowered ops are 16-bit in both columns, ops kept in
+# float32 are float32 in both, and ops that follow their inputs change colour across.
+import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
+
+low_name = str(low).removeprefix("torch.")
+names = list(outputs)
+is_low = [[float(dtype == low) for dtype in outputs[name]] for name in names]  # (ops, 2)
+fig, ax = plt.subplots(figsize=(6, 0.33 * len(names) + 1.3), layout="constrained")
+ax.imshow(is_low, cmap=ListedColormap(["#c6dbef", "#fdae6b"]), vmin=0, vmax=1, aspect="auto")
+for row, name in enumerate(names):
+    for col, dtype in enumerate(outputs[name]):
+        ax.text(col, row, str(dtype).removeprefix("torch."), ha="center", va="center")
+ax.set_xticks([0, 1], ["float32 input", f"{low_name} input"])
+ax.set_yticks(range(len(names)), [f"{name} ({verdicts[name]})" for name in names])
+ax.xaxis.tick_top()
+ax.set_title(f"Output dtype under autocast on {device.type}", pad=10)
+plt.show()
 
 # %%
 # Autocast the forward pass, not the backward

@@ -1,169 +1,290 @@
 """
-Combine autocast with DistributedDataParallel
-=============================================
+Train with DistributedDataParallel, autocast and GradScaler
+===========================================================
 
-Data-parallel training runs the same model in several processes, and mixed precision
-must take effect in every one of them, and in every thread that runs a forward pass.
-This page starts two real processes on this machine, trains a model whose ``forward``
-enters :func:`torch.autocast` itself, and checks that
-:class:`torch.nn.parallel.DistributedDataParallel` averaged the gradients across them.
+Data-parallel training runs one copy of the model in each of several processes and
+averages their gradients during ``backward()``; mixed precision fits into that loop
+unchanged once you know where autocast's state lives and what the scaler sees. This
+page is a complete training script: it joins a process group, wraps the model in
+:class:`torch.nn.parallel.DistributedDataParallel`, trains two ranks on different
+shares of the data with :func:`torch.autocast` and :class:`torch.amp.GradScaler`, and
+leaves the group cleanly. Then it checks that both ranks ended with the same weights
+and the same loss scale.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autocast_ddp.py``.
 """
 
 # %%
-# Why the page is guarded
-# -----------------------
-# :func:`torch.multiprocessing.spawn` starts fresh Python interpreters. Each one
-# imports the function it must run, so the worker lives in a module,
-# :func:`effpt.ddp.worker`, not on this page; and each one imports this script too,
-# as ``__mp_main__``. Everything that should happen once, in the parent, therefore
-# sits under ``if __name__ == "__main__":``, which is also what a copy of this script
-# needs to run with plain ``python``.
+# One file, two roles
+# -------------------
+# This file is the script every rank runs and also the program that starts the
+# ranks. ``torchrun`` starts each rank with ``RANK`` in its environment; the process
+# you start with ``python`` has none, so it is the launcher. What must happen once, in
+# the launcher, is guarded by ``LAUNCHER``; a rank skips it.
+import os
+
 import torch
 
 from effpt.device import autocast_dtype, describe, pick_device
 
-if __name__ == "__main__":
-    torch.manual_seed(0)
+SEED = 0
+LAUNCHER = __name__ == "__main__" and "RANK" not in os.environ
+if LAUNCHER:
+    torch.manual_seed(SEED)
     device = pick_device()
-    low = autocast_dtype(device)
     print(describe(device))
 
 # %%
 # Autocast state belongs to a thread
 # ----------------------------------
-# An autocast region covers the thread that entered it, and nothing else. Below, the
-# main thread is inside the region and a second thread it starts is not: the same
-# product comes out in two dtypes. ``DataParallel``, and ``DistributedDataParallel``
-# with several devices per process, run ``forward`` in such side threads.
+# PyTorch's "Automatic Mixed Precision examples" page makes a point worth checking
+# before any process starts: an autocast region covers the thread that entered it,
+# and no other. Below, the main thread is inside the region and a thread it starts is
+# not, so the same product comes out in two dtypes. :class:`torch.nn.DataParallel`
+# runs ``forward`` in such side threads, so with it, autocast belongs inside the
+# model's ``forward``. DDP with one device per process, as on this page, starts no
+# threads, and the usual loop works as it is.
 import threading
 
 
-def product_dtype() -> torch.dtype:
+def product_dtype(device: torch.device) -> torch.dtype:
     a = torch.ones(4, 4, device=device)
     return (a @ a).dtype
 
 
-if __name__ == "__main__":
+if LAUNCHER:
+    low = autocast_dtype(device)  # float16 on CUDA and MPS, bfloat16 on CPU
     seen = {}
     with torch.autocast(device.type, dtype=low):
-        seen["main thread"] = product_dtype()
-        side = threading.Thread(target=lambda: seen.update({"side thread": product_dtype()}))
+        seen["main thread"] = product_dtype(device)
+        side = threading.Thread(target=lambda: seen.update({"side thread": product_dtype(device)}))
         side.start()
         side.join()
     print(seen)
 
 # sphinx_gallery_start_ignore
-if __name__ == "__main__":
+if LAUNCHER:
     assert seen == {"main thread": low, "side thread": torch.float32}, seen
 # sphinx_gallery_end_ignore
 
 # %%
-# Put autocast inside ``forward``
-# -------------------------------
-# The fix is to enter autocast in the model's own ``forward``: then whichever thread
-# or process runs the forward pass autocasts, and the loss outside stays float32.
-# Here is :class:`effpt.ddp.AutocastMLP`'s ``forward``, and the proof that it now
-# autocasts in the side thread too.
-import inspect
+# Join the process group
+# ----------------------
+# A rank learns who it is from its environment: ``RANK`` (its index among all ranks),
+# ``LOCAL_RANK`` (its index on this machine), ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE`` and
+# ``MASTER_ADDR``/``MASTER_PORT``, where the ranks meet. With a GPU for every rank the
+# backend is NCCL and each rank owns one GPU; otherwise it is gloo on the CPU (NCCL
+# refuses two ranks on one GPU). The timeout bounds every collective operation: a rank
+# whose peer died raises after 60 s instead of waiting for ever.
+from datetime import timedelta
 
-from effpt.ddp import AutocastMLP
+import torch.distributed as dist
 
-if __name__ == "__main__":
-    print(inspect.getsource(AutocastMLP.forward))
-    model = AutocastMLP(16, 64, device.type, low).to(device)
-    outputs = {}
-    side = threading.Thread(
-        target=lambda: outputs.update(side=model(torch.ones(2, 16, device=device)))
+
+def setup() -> torch.device:
+    local_rank, local_size = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
+    if torch.cuda.device_count() >= local_size:
+        device, backend = torch.device("cuda", local_rank), "nccl"
+        torch.cuda.set_device(device)
+    else:
+        device, backend = torch.device("cpu"), "gloo"
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local_size))  # share the cores
+    nccl_device = device if backend == "nccl" else None  # NCCL binds the group to it
+    dist.init_process_group(backend, timeout=timedelta(seconds=60), device_id=nccl_device)
+    return device
+
+
+# %%
+# Every rank trains on its own share of the data
+# ----------------------------------------------
+# Every rank builds the same dataset from the same seed.
+# :class:`torch.utils.data.distributed.DistributedSampler` hands each rank a disjoint
+# share of its indices, and ``set_epoch`` reshuffles them every epoch (the same shuffle
+# on every rank, so the shares stay disjoint).
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def make_dataset(n: int = 512) -> TensorDataset:
+    gen = torch.Generator().manual_seed(SEED)
+    x = torch.randn(n, 16, generator=gen)  # (n, features)
+    y = x[:, :4].sin().sum(dim=1, keepdim=True)  # (n, 1)
+    return TensorDataset(x, y)
+
+
+# %%
+# The training loop
+# -----------------
+# DDP wraps the model once it is on its device. It starts by copying rank 0's weights
+# to every rank (each rank below seeds differently, to show it); then, during every
+# ``backward()``, it averages the gradients across ranks while the backward pass
+# runs. The mixed-precision part is the loop of the previous pages, unchanged:
+# forward pass and loss under autocast, the loss scaled, ``step`` and ``update``
+# through the scaler. Each rank's scaler checks the *averaged* gradients, so all ranks
+# skip the same steps and keep the same scale. The page uses float16 on every device,
+# as the GradScaler page does, so that the scaler has work to do even on a CPU; its
+# ``growth_interval`` is 8 steps instead of 2000, so that the scale moves in a short run.
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+
+
+def flat_weights(model: nn.Module) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).cpu()  # (n_params,)
+
+
+def train(device: torch.device, epochs: int = 4) -> dict:
+    rank = dist.get_rank()
+    torch.manual_seed(SEED + rank)  # different initial weights on each rank, on purpose
+    model = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1)).to(device)
+    built = flat_weights(model)
+    model = DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
     )
-    side.start()
-    side.join()
-    print(f"output dtype of a forward pass in a side thread: {outputs['side'].dtype}")
+    data = make_dataset()
+    sampler = DistributedSampler(data, shuffle=True, seed=SEED)
+    loader = DataLoader(data, batch_size=32, sampler=sampler)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler(device.type, growth_interval=8)
+    losses, scales = [], []
+    for epoch in range(epochs):
+        sampler.set_epoch(epoch)
+        for xb, yb in loader:
+            x, y = xb.to(device), yb.to(device)  # (32, 16), (32, 1)
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device.type, dtype=torch.float16):
+                loss = F.mse_loss(model(x), y)
+            scaler.scale(loss).backward()  # DDP averages the scaled gradients here
+            scaler.step(optimizer)  # unscales; skips the step if a gradient is inf or nan
+            scaler.update()
+            losses.append(loss.item())
+            scales.append(scaler.get_scale())
+    return {
+        "rank": rank,
+        "backend": dist.get_backend(),
+        "device": str(device),
+        "losses": losses,
+        "scales": scales,
+        "built": built,
+        "weights": flat_weights(model),
+    }
+
+
+# %%
+# Leave the process group
+# -----------------------
+# ``main`` is what every rank runs. A rank that finishes first must not tear down its
+# connections while another rank is still reading the last gradients from them, so
+# every rank waits at a barrier first: past it, all of them are done communicating.
+# ``destroy_process_group`` then runs however ``train`` ended, so that no rank leaves
+# its connections, threads and port behind.
+def main() -> dict:
+    device = setup()
+    try:
+        result = train(device)
+        dist.barrier()
+        return result
+    finally:
+        dist.destroy_process_group()
+
+
+# %%
+# Launch it with torchrun
+# -----------------------
+# ``torchrun --nproc-per-node=2 plot_autocast_ddp.py`` starts two processes that run
+# this file with those variables set; each calls ``main`` and prints one line. On a
+# machine with several GPUs, ``--nproc-per-node`` is usually the number of GPUs.
+if __name__ == "__main__" and not LAUNCHER:
+    result = main()
+    line = (
+        f"rank {result['rank']}: loss {result['losses'][0]:.3f} -> {result['losses'][-1]:.3f}, "
+        f"scale {result['scales'][-1]:.0f}, weights' sum {result['weights'].sum():.6f}\n"
+    )
+    print(line, end="", flush=True)  # one write: the two ranks' lines cannot interleave
+
+# %%
+# Or let the page start its ranks
+# -------------------------------
+# Run with plain ``python`` (or by this site's build), the page plays torchrun's part
+# with :func:`effpt.ddp.launch`: it starts two processes with the same variables,
+# runs ``main`` in each and returns what each returned. On top of what torchrun does on
+# one machine, it terminates every rank after a deadline, stops the others as soon as
+# one fails and raises that rank's traceback, and retries a port another program took.
+# The ranks start by spawn, fresh interpreters that import ``main`` from this file,
+# as torchrun's do; a forked rank could not use a GPU this process has already used.
+# A notebook or the docs build has no file to import, so there they start by fork.
+from effpt.ddp import launch
+
+if LAUNCHER:
+    method = "spawn" if "__file__" in globals() else "fork"
+    results = launch(main, world_size=2, timeout_s=120, start_method=method)
+    for r in results:
+        print(
+            f"rank {r['rank']} ({r['backend']} on {r['device']}): {len(r['losses'])} steps, "
+            f"loss {r['losses'][0]:.3f} -> {r['losses'][-1]:.3f}"
+        )
+
+# %%
+# Two ranks, one model
+# --------------------
+# The ranks saw different batches, so their losses differ step by step. Each built
+# different weights, yet they end with identical ones: DDP copied rank 0's weights to
+# both before the first step, and every step applied the same averaged gradients. Their
+# scalers agree at every step for the same reason.
+if LAUNCHER:
+    losses = [torch.tensor(r["losses"]) for r in results]  # (steps,) per rank
+    scales = [r["scales"] for r in results]
+    before = [2.0**16, *scales[0][:-1]]  # the scale each step started with
+    skipped = [i for i, (s, b) in enumerate(zip(scales[0], before, strict=True)) if s < b]
+    same_built = torch.equal(results[0]["built"], results[1]["built"])
+    same_weights = torch.equal(results[0]["weights"], results[1]["weights"])
+    print(f"largest loss difference between the ranks: {(losses[0] - losses[1]).abs().max():.3f}")
+    print(f"identical weights as built: {same_built}; after training: {same_weights}")
+    print(f"identical scale at every step: {scales[0] == scales[1]}")
+    print(f"steps whose gradients overflowed (skipped on both ranks): {skipped}")
 
 # sphinx_gallery_start_ignore
-if __name__ == "__main__":
-    assert outputs["side"].dtype == low
+if LAUNCHER:
+    assert [r["rank"] for r in results] == [0, 1]
+    assert same_weights and not same_built
+    assert scales[0] == scales[1]
+    assert (losses[0] - losses[1]).abs().max() > 1e-3
+    for curve in losses:
+        assert curve[-4:].mean() < curve[:4].mean() / 2, curve
 # sphinx_gallery_end_ignore
 
 # %%
-# Two processes, one gradient
-# ---------------------------
-# :func:`effpt.ddp.run_ddp` spawns two ranks. They rendezvous on a TCP port that the
-# operating system picks (:func:`effpt.ddp.free_port`), with NCCL when there is a GPU
-# for each rank and gloo on the CPU otherwise. Each rank builds the same model, sees
-# its own batch, and trains five steps. If a rank raises, the others are stopped and
-# its traceback is raised here; if the ranks are still running after ``timeout_s``,
-# all are terminated and :class:`effpt.ddp.DDPTimeoutError` fails the page. Every
-# rank destroys its process group however it ends.
-import time
+# The figure shows both halves of that: two loss curves, one for each rank's data, and
+# one loss scale, drawn for each rank (the second line lies on the first).
+import matplotlib.pyplot as plt
 
-from effpt.ddp import DDPConfig, run_ddp
-
-if __name__ == "__main__":
-    config = DDPConfig(world_size=2, steps=5, timeout_s=120).resolved()
-    if torch.cuda.is_available() and config.backend != "nccl":
-        print(
-            f"this machine has {torch.cuda.device_count()} GPU(s); NCCL needs one per rank, "
-            "so the ranks run on the CPU with gloo"
-        )
-    print(f"{config.world_size} ranks, backend {config.backend}, device {config.device_type}")
-    start = time.perf_counter()
-    results = run_ddp(config)
-    print(f"both ranks done in {time.perf_counter() - start:.1f} s (start-up included)")
-
-# %%
-# Every rank reports back: autocast was on inside ``forward``, the model's output has
-# the 16-bit type, and the losses differ because each rank sees different data.
-if __name__ == "__main__":
-    for r in results:
-        losses = ", ".join(f"{v:.4f}" for v in r["losses"])
-        print(
-            f"rank {r['rank']} ({r['backend']}, {r['device']}): autocast in forward "
-            f"{r['autocast_in_forward']}, output {r['output_dtype']}, losses {losses}"
-        )
-
-# sphinx_gallery_start_ignore
-if __name__ == "__main__":
-    assert len(results) == 2
-    for r in results:
-        assert r["autocast_in_forward"], r
-        assert r["output_dtype"] == r["autocast_dtype"], r
-        assert r["losses"][-1] < r["losses"][0], r
-    assert results[0]["losses"][0] != results[1]["losses"][0]
-# sphinx_gallery_end_ignore
-
-# %%
-# The gradients were averaged
-# ---------------------------
-# Before training, each rank also computed its own gradient with a plain copy of the
-# model and gathered everyone's. The gradient DDP left in ``.grad`` equals the mean
-# of the ranks' own gradients, and differs from each rank's own; after five steps the
-# weights of both ranks are still identical.
-if __name__ == "__main__":
-    for r in results:
-        print(
-            f"rank {r['rank']}: |DDP grad - mean of ranks' grads| max {r['grad_vs_mean']:.1e}, "
-            f"|DDP grad - own grad| max {r['grad_vs_own']:.1e}, "
-            f"weight spread across ranks {r['param_spread']:.1e}"
-        )
-
-# sphinx_gallery_start_ignore
-if __name__ == "__main__":
-    for r in results:
-        assert r["grad_vs_mean"] < 1e-6, r
-        assert r["grad_vs_own"] > 1e-3, r
-        assert r["param_spread"] == 0, r
-# sphinx_gallery_end_ignore
+if LAUNCHER:
+    fig, (ax_loss, ax_scale) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
+    for r, curve in enumerate(losses):
+        ax_loss.semilogy(curve, linewidth=1, label=f"rank {r}")
+    ax_loss.set(xlabel="step", ylabel="loss on the rank's own batch", title="Different data")
+    ax_scale.plot(scales[0], linewidth=3, color="C0", alpha=0.5, label="rank 0")
+    ax_scale.plot(scales[1], linewidth=1, color="C1", linestyle="--", label="rank 1")
+    ax_scale.scatter(
+        skipped, [scales[0][i] for i in skipped], color="C3", zorder=3, label="skipped"
+    )
+    ax_scale.set_yscale("log", base=2)
+    ax_scale.set(xlabel="step", ylabel="loss scale after update()", title="One scaler state")
+    fig.legend(*ax_scale.get_legend_handles_labels(), loc="outside right center")
+    plt.show()
 
 # %%
 # Summary
 # -------
-# - Autocast state is per thread and per process: enter :func:`torch.autocast` inside
-#   the model's ``forward`` so that every rank and every side thread autocasts.
-# - With one device per process, DDP starts no threads, and a GradScaler is used
-#   exactly as in a single process.
-# - Spawned workers must be importable: keep them in a module, and guard the
-#   launching script with ``if __name__ == "__main__":``.
-# - Bound every distributed run: a timeout on the process group, a deadline in the
-#   parent, and ``destroy_process_group`` in a ``finally``.
+# - A rank reads ``RANK``, ``LOCAL_RANK``, ``WORLD_SIZE`` and ``MASTER_ADDR``/``MASTER_PORT``
+#   from its environment and calls :func:`torch.distributed.init_process_group` with a
+#   timeout. It leaves through :func:`torch.distributed.barrier`, so that no rank tears
+#   down while another still communicates, and
+#   :func:`torch.distributed.destroy_process_group` in a ``finally``.
+# - Wrap the model in ``DistributedDataParallel`` after moving it to the rank's device;
+#   give each rank its share of the data with ``DistributedSampler`` and ``set_epoch``.
+# - With one device per process, autocast and ``GradScaler`` go in the loop exactly as
+#   in a single process; the scalers stay in step because they see averaged gradients.
+# - Autocast state is per thread: where a wrapper runs ``forward`` in side threads
+#   (``DataParallel``), enter autocast inside ``forward``.
+# - Launch with ``torchrun --nproc-per-node=N``; guard the launcher's work so that a
+#   rank, which imports the file again, skips it.

@@ -2,11 +2,11 @@
 Train a network in mixed precision and measure the speed-up
 ===========================================================
 
-Mixed precision is a few extra lines in a training loop, and on hardware with fast
-16-bit units it can cut the time of a step by half or more. This page trains the same
-network twice on a toy task, learning a checkerboard from pixel coordinates, once in
-float32 and once under :func:`torch.autocast`, then compares time per step, final loss,
-and how close each run gets to this machine's measured matrix-multiply peak.
+Mixed precision is a few extra lines in a training loop, and on GPUs with fast 16-bit
+units it can cut the time of a step by half or more. This page trains the same network
+on a toy task, learning a checkerboard from pixel coordinates, once in float32 and
+once under :func:`torch.autocast`, then compares time per step, final loss, and how
+close each run gets to this machine's measured matrix-multiply rate.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_checkerboard_amp.py``.
 """
@@ -17,7 +17,7 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ch
 # The inputs are the (x, y) coordinates of every pixel of an image; the target is a
 # checkerboard. :func:`effpt.amp.checkerboard_task` builds both, shaped like one image
 # for a convolution. The size fits the device: a 512 × 512 board on a GPU, a small one
-# on a CPU so that this page stays within the gallery's time budget.
+# elsewhere so that this page stays within the gallery's time budget.
 import torch
 
 from effpt.amp import checkerboard_task
@@ -25,11 +25,11 @@ from effpt.device import autocast_dtype, describe, pick_device
 
 torch.manual_seed(0)
 device = pick_device()
-low = autocast_dtype(device)  # float16 on CUDA, bfloat16 on CPU
+print(describe(device))
+low = autocast_dtype(device)  # float16 on CUDA and MPS, bfloat16 on CPU
 size, squares, steps = (512, 8, 500) if device.type == "cuda" else (32, 4, 200)
 
 inputs, targets = checkerboard_task(size, squares=squares, device=device)
-print(describe(device))
 print(f"inputs {tuple(inputs.shape)}, targets {tuple(targets.shape)}, {steps} steps")
 
 # %%
@@ -55,27 +55,58 @@ class CheckerNet(nn.Module):
 
 
 # %%
+# Float32 means float32
+# ---------------------
+# On NVIDIA GPUs since Ampere, PyTorch lets cuDNN run float32 convolutions in TF32,
+# a format with float32's range but only 10 bits of mantissa, on the tensor cores;
+# ``torch.backends.cudnn.allow_tf32`` is on by default, while
+# ``torch.backends.cuda.matmul.allow_tf32`` is off. A "float32" step would then be
+# partly TF32, and compared with a float32 matmul rate it would compare unlike things.
+# Every step below therefore sets both switches for itself: off for float32 and the
+# 16-bit variants, on for a separate TF32 variant on a GPU. The switches are global,
+# so the context manager puts them back afterwards.
+from contextlib import contextmanager
+
+print(
+    f"defaults here: cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
+    f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}"
+)
+
+
+@contextmanager
+def tf32(enabled: bool):
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+# %%
 # One training step, with or without mixed precision
 # --------------------------------------------------
 # Mixed precision adds two things to the loop: the forward pass and the loss run inside
 # :func:`torch.autocast`, and a :class:`torch.amp.GradScaler` scales the loss before
-# ``backward()``. The scaler is only needed for float16 (see the previous page); with
-# ``enabled=False`` it passes everything through, so one function serves every variant.
-# The step returns the loss without ``.item()``, which would wait for the GPU.
+# ``backward()``. The scaler is only needed for float16 (see
+# :doc:`plot_why_scale_gradients`); with ``enabled=False`` it passes everything
+# through, so one function serves every variant. The step returns the loss without
+# ``.item()``, which would wait for the GPU.
 import torch.nn.functional as F
 
 
-def make_step(model: nn.Module, dtype: torch.dtype | None):
+def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = False):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
 
     def step() -> torch.Tensor:
-        optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device.type, dtype=dtype or low, enabled=dtype is not None):
-            loss = F.mse_loss(model(inputs).float(), targets)
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
+        with tf32(use_tf32):
+            optimizer.zero_grad(set_to_none=True)
+            with torch.autocast(device.type, dtype=dtype or low, enabled=dtype is not None):
+                loss = F.mse_loss(model(inputs).float(), targets)
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
         return loss.detach()
 
     return step
@@ -84,25 +115,28 @@ def make_step(model: nn.Module, dtype: torch.dtype | None):
 # %%
 # Train every variant
 # -------------------
-# Each variant starts from the same weights. On a GPU there are four: float32, float16
-# with a scaler, bfloat16, and :func:`torch.compile` on top of float16. On a CPU the
-# 16-bit type is bfloat16 and compilation is left out: it would take longer than the
-# whole page may.
+# Each variant starts from the same weights. On a CUDA GPU there are five: float32,
+# TF32, float16 with a scaler, bfloat16, and :func:`torch.compile` on top of float16.
+# Elsewhere there are two, float32 and the 16-bit type chosen above: TF32 is an NVIDIA
+# format, and compilation would take longer than the whole page may.
 low_name = str(low).removeprefix("torch.")
-variants = {"float32": (None, False), f"{low_name} autocast": (low, False)}
+variants = {"float32": (None, False, False)}  # name: (autocast dtype, TF32, compiled)
 if device.type == "cuda":
-    variants["bfloat16 autocast"] = (torch.bfloat16, False)
-    variants["compile + float16 autocast"] = (torch.float16, True)
+    variants["TF32"] = (None, True, False)
+variants[f"{low_name} autocast"] = (low, False, False)
+if device.type == "cuda":
+    variants["bfloat16 autocast"] = (torch.bfloat16, False, False)
+    variants["compile + float16 autocast"] = (torch.float16, False, True)
 else:
-    print("GPU only, not run here: bfloat16 next to float16, and torch.compile + autocast")
+    print("CUDA only, not run here: TF32, float16 next to bfloat16, torch.compile + autocast")
 
 steps_fn, losses, predictions = {}, {}, {}
-for name, (dtype, compiled) in variants.items():
+for name, (dtype, use_tf32, compiled) in variants.items():
     torch.manual_seed(0)
     model = CheckerNet().to(device)
-    steps_fn[name] = make_step(torch.compile(model) if compiled else model, dtype)
+    steps_fn[name] = make_step(torch.compile(model) if compiled else model, dtype, use_tf32)
     losses[name] = torch.stack([steps_fn[name]() for _ in range(steps)]).cpu()
-    with torch.no_grad():
+    with torch.no_grad(), tf32(False):
         predictions[name] = model(inputs).float().squeeze().cpu().numpy()  # (size, size)
     print(f"{name:<28} final loss {losses[name][-20:].mean():.4f} (mean of the last 20 steps)")
 
@@ -112,77 +146,21 @@ for name, curve in losses.items():
     assert torch.isfinite(curve).all(), name
 final = [curve[-20:].mean().item() for curve in losses.values()]
 assert max(final) < 2 * min(final), final
+assert torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
 # sphinx_gallery_end_ignore
 
 # %%
-# Both runs learn: predicting 0.5 everywhere would score 0.25, and both end well below
-# half of that. The 16-bit run reaches a similar loss; its curve is not identical,
+# All runs learn: predicting 0.5 everywhere would score 0.25, and every run ends below
+# half of that, within a factor of two of each other. Their curves are not identical,
 # because every product is rounded differently.
-#
-# Time per step
-# -------------
-# :func:`effpt.bench.compare` times the steps themselves (they keep training the
-# models, which does not change their cost): warm-up first, the device synchronized
-# around every timed block, the median of several repeats.
-from effpt.bench import compare
-
-records = compare(f"checkerboard step, {size}×{size}", steps_fn, device=device, repeats=7)
-by_name = {r.variant: r.median_s for r in records}
-ratio = by_name["float32"] / by_name[f"{low_name} autocast"]
-print(f"\n{low_name} autocast vs float32: {ratio:.2f}× on {describe(device)}")
-print("seed 000 promises 'up to half' the time on modern GPUs, i.e. up to 2×")
-
-# %%
-# Read the ratio for what it is. On a GPU, float16 products run on tensor cores, which
-# is where the promise of half the time comes from. On a CPU the gain depends on the
-# instruction set: processors with native bfloat16 instructions (AVX512-BF16, AMX) can
-# speed up, older ones can even slow down. The figure above is what this machine did.
-#
-# How close to the peak
-# ---------------------
-# :class:`torch.utils.flop_counter.FlopCounterMode` counts the floating-point operations
-# of one step (forward and backward convolutions), and
-# :func:`effpt.bench.matmul_throughput` measures the best a large matrix product reaches
-# on this device in each dtype. Their ratio says how much of the machine the step uses.
-from torch.utils.flop_counter import FlopCounterMode
-
-from effpt.bench import matmul_throughput
-
-with FlopCounterMode(display=False) as counter:
-    make_step(CheckerNet().to(device), None)()
-flops = counter.get_total_flops()
-n = 8192 if device.type == "cuda" else 512
-peaks = {}
-print(f"{flops / 1e9:.2f} GFLOP per step")
-for name, (dtype, _) in variants.items():
-    kind = dtype or torch.float32
-    if kind not in peaks:
-        peaks[kind] = matmul_throughput(device, n=n, dtype=kind)
-    achieved = flops / by_name[name]
-    print(
-        f"{name:<28}{achieved / 1e12:8.3f} TFLOP/s = {achieved / peaks[kind]:5.1%} of "
-        f"the {str(kind).removeprefix('torch.')} matmul peak ({peaks[kind] / 1e12:.3f} TFLOP/s)"
-    )
-
-# sphinx_gallery_start_ignore
-assert flops > 0
-# sphinx_gallery_end_ignore
-
-# %%
-# Whatever the step does not spend in matrix products goes to batch normalization, ReLU
-# and Adam's update. Those are memory-bound, and their share of the time does not shrink
-# with 16-bit products, which is why a larger model usually gains more from autocast
-# than a toy one.
 #
 # What the networks learned
 # -------------------------
 import matplotlib.pyplot as plt
 
-names = list(predictions)[:2]
+names = ["float32", f"{low_name} autocast"]
 fig, axes = plt.subplots(1, 3, figsize=(9, 3.4), layout="constrained")
-panels = [("target", targets.squeeze().cpu().numpy())] + [
-    (name, predictions[name]) for name in names
-]
+panels = [("target", targets.squeeze().cpu().numpy())] + [(n, predictions[n]) for n in names]
 for ax, (title, image) in zip(axes, panels, strict=True):
     shown = ax.imshow(image, cmap="gray", vmin=0, vmax=1)
     ax.set(title=title, xlabel="x (pixels)", ylabel="y (pixels)")
@@ -195,20 +173,118 @@ fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
 for name, curve in losses.items():
     ax.semilogy(curve, label=name, linewidth=1)
 ax.axhline(0.25, color="0.5", linestyle=":", label="predict 0.5 everywhere")
-ax.set(
-    xlabel="step", ylabel="mean squared error", title=f"Checkerboard {size}×{size} on {device.type}"
-)
-ax.legend()
+ax.set(xlabel="step", ylabel="mean squared error", title=f"Checkerboard {size}×{size}")
+fig.legend(loc="outside right center")
 plt.show()
+
+# %%
+# Time per step
+# -------------
+# :func:`effpt.bench.compare` times the steps themselves (they keep training the
+# models, which does not change their cost): warm-up first, the device synchronized
+# around every timed block, repeats until the spread is small or the time budget is
+# spent. It prints each variant's median and interquartile range, and its speed-up
+# over float32 with the interval the spread allows. :func:`effpt.bench.speedup` gives
+# the same for the pair that matters here, with its verdict: "faster" or "slower" only
+# when the whole interval says so, else "inconclusive".
+from effpt.bench import compare, speedup
+
+records = compare(f"checkerboard step, {size}×{size}", steps_fn, device=device, budget_s=2.0)
+by_name = {r.variant: r for r in records}
+ratio = speedup(by_name["float32"], by_name[f"{low_name} autocast"])
+print(f"\n{low_name} autocast vs float32: {ratio}, {ratio.verdict}")
+
+# %%
+# The Effective PyTorch guide says that autocast alone "can reduce your training up to
+# half on modern hardware": up to 2×, a claim about GPUs, where float16 products run on
+# tensor cores. The ratio above is what this machine measured, and its verdict is the
+# one the spread allows. On a CPU the outcome depends on the instruction set and on
+# which kernels, forward and backward, have fast bfloat16 paths: processors with native
+# bfloat16 instructions (AVX512-BF16, AMX) have the arithmetic for it, yet a model this
+# small can still come out slower.
+# The lines below say what this CPU has.
+from pathlib import Path
+
+cpuinfo = Path("/proc/cpuinfo")
+flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
+native = sorted(flags & {"avx512_bf16", "amx_bf16"})
+print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
+print(f"native bfloat16 instructions: {', '.join(native) or 'none listed in /proc/cpuinfo'}")
+
+
+# %%
+# The figure puts each variant's time per step next to the others, with its
+# interquartile range as an error bar and its speed-up over float32 beside its name.
+def label(r) -> str:
+    if r.variant == "float32":
+        return "float32\n(baseline)"
+    ratio = speedup(by_name["float32"], r)
+    return f"{r.variant}\n{ratio}, {ratio.verdict}"
+
+
+medians = [r.median_s * 1e3 for r in records]  # ms
+low_err = [(r.median_s - r.q1_s) * 1e3 for r in records]
+high_err = [(r.q3_s - r.median_s) * 1e3 for r in records]
+fig, ax = plt.subplots(figsize=(8, 0.8 * len(records) + 1.2), layout="constrained")
+ax.barh(range(len(records)), medians, xerr=[low_err, high_err], color="C0", capsize=4)
+ax.set_yticks(range(len(records)), [label(r) for r in records])
+ax.invert_yaxis()
+ax.set_xlim(0, 1.05 * max(r.q3_s for r in records) * 1e3)
+ax.set(xlabel="time per step (ms): median, error bar from first to third quartile")
+ax.set_title(f"Checkerboard {size}×{size} on {device.type}: speed-up over float32")
+plt.show()
+
+# %%
+# How close to the matrix-multiply rate
+# -------------------------------------
+# :class:`torch.utils.flop_counter.FlopCounterMode` counts the floating-point operations
+# of one step (forward and backward convolutions), and
+# :func:`effpt.bench.matmul_throughput` measures what a large matrix product reaches on
+# this device in each dtype (the better of two sizes; TF32 with its switches on). Their
+# ratio says how much of that rate the step achieves.
+from torch.utils.flop_counter import FlopCounterMode
+
+from effpt.bench import matmul_throughput
+
+with FlopCounterMode(display=False) as counter:
+    make_step(CheckerNet().to(device), None)()
+flops = counter.get_total_flops()
+sizes = (4096, 8192) if device.type == "cuda" else (512, 1024)
+peaks = {}
+print(f"{flops / 1e9:.2f} GFLOP per step")
+for name, (dtype, use_tf32, _) in variants.items():
+    kind = "TF32" if use_tf32 else str(dtype or torch.float32).removeprefix("torch.")
+    if kind not in peaks:
+        with tf32(use_tf32):
+            rates = [matmul_throughput(device, n=n, dtype=dtype or torch.float32) for n in sizes]
+        peaks[kind] = max(rates)
+    achieved = flops / by_name[name].median_s
+    print(
+        f"{name:<28}{achieved / 1e12:8.3f} TFLOP/s = {achieved / peaks[kind]:6.1%} of "
+        f"the {kind} matmul rate ({peaks[kind] / 1e12:.3f} TFLOP/s)"
+    )
+
+# sphinx_gallery_start_ignore
+assert flops > 0
+# sphinx_gallery_end_ignore
+
+# %%
+# The step and the matrix products are timed separately, each with its own noise, so
+# read the shares as rough: one near or above 100 % says that the step runs as fast as
+# a plain matrix product, not faster than the hardware. A share well below it means
+# the step spends its time elsewhere: in batch normalization, ReLU, Adam's update,
+# casts, and the fixed cost of every operation. Those do not shrink with 16-bit
+# products, which is why a larger model usually gains more from autocast than a toy
+# one.
 
 # %%
 # Summary
 # -------
 # - Autocast the forward pass and the loss, and (for float16) scale the loss with
 #   :class:`torch.amp.GradScaler`; the rest of the loop is unchanged.
-# - Time steps with warm-up and synchronization; one ``.item()`` per step would add a
-#   wait for the GPU to every step.
-# - The speed-up depends on the hardware: trust the ratio measured on your machine
-#   over any promise, including the one quoted above.
-# - Compare the achieved FLOP/s with the measured matmul peak to see how much of a
-#   step is arithmetic and how much is memory traffic.
+# - On NVIDIA GPUs since Ampere, "float32" convolutions run in TF32 unless
+#   ``torch.backends.cudnn.allow_tf32`` is off: say which one a baseline is.
+# - Time steps with warm-up and synchronization, and read a speed-up with its interval:
+#   one whose interval contains 1 is inconclusive, not a slowdown.
+# - Compare the achieved FLOP/s with the measured matrix-multiply rate to see how much
+#   of a step is arithmetic and how much is everything else.

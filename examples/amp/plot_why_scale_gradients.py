@@ -2,9 +2,9 @@
 See why float16 gradients need scaling
 ======================================
 
-Gradients are often tiny, and float16 has few numbers below 6e-5 and none below 6e-8:
-cast there, small gradients lose their digits or become exactly zero and training
-stalls without an error. This page collects real gradients from a small network, counts
+Gradients are often tiny, and float16 has few numbers below 6.1e-5 and none between
+zero and 2⁻²⁴ (about 6.0e-8): cast there, small gradients lose their digits or become
+exactly zero, and training stalls without an error. This page collects real gradients from a small network, counts
 how many float16 would damage with and without a scale factor, and then watches
 :class:`torch.amp.GradScaler` skip a step on overflow, halve its scale and grow it back.
 
@@ -18,7 +18,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_wh
 # ---------------------
 # :class:`torch.finfo` gives the limits. Below the smallest *normal* number float16
 # still has *subnormals*, down to 2⁻²⁴, but each step down costs a bit of precision;
-# anything smaller than half of 2⁻²⁴ rounds to zero. Above 65504 lies infinity.
+# anything at or below half of 2⁻²⁴ rounds to zero. At the top, 65504 is the largest
+# finite value; anything from 65520 up (halfway to the next step, 65536) rounds to
+# infinity, and what lies between rounds down to 65504.
 import torch
 
 from effpt.device import describe, pick_device
@@ -29,12 +31,17 @@ print(describe(device))
 
 fp16 = torch.finfo(torch.float16)
 smallest_subnormal = fp16.smallest_normal * fp16.eps  # 2**-24
-print(f"float16: max {fp16.max:.0f}, smallest normal {fp16.smallest_normal:.2e}, ")
-print(f"         smallest subnormal {smallest_subnormal:.2e}")
+print(
+    f"float16: max {fp16.max:.0f}, smallest normal {fp16.smallest_normal:.2e}, "
+    f"smallest subnormal {smallest_subnormal:.2e}"
+)
+edges = torch.tensor([2.0**-25, 1.5 * 2.0**-25, 65519.0, 65520.0]).to(torch.float16)
+print("2^-25, 1.5 * 2^-25, 65519, 65520 in float16:", edges.tolist())
 
 # sphinx_gallery_start_ignore
 assert smallest_subnormal == 2.0**-24
 assert fp16.max == 65504
+assert edges.tolist() == [0.0, 2.0**-24, 65504.0, float("inf")]
 # sphinx_gallery_end_ignore
 
 # %%
@@ -106,7 +113,7 @@ assert fractions["activations", 1.0][0] > 0
 assert fractions["activations", scale][0] == 0
 assert fractions["activations", 1.0][1] > 0.5
 assert fractions["activations", scale][1] < fractions["activations", 1.0][1] / 5
-assert max(acts.max(), params.max()).item() * scale < fp16.max
+assert max(acts.max(), params.max()).item() * scale < fp16.max / 10
 # sphinx_gallery_end_ignore
 
 # %%
@@ -149,7 +156,7 @@ ax.set(
     yscale="log",
     title="Gradient magnitudes of a 4-layer MLP against float16's range",
 )
-ax.legend(fontsize=8, loc="upper left")
+fig.legend(fontsize=8, loc="outside lower center", ncols=4)
 plt.show()
 
 # %%
@@ -188,6 +195,7 @@ print(
 assert spike_step in skipped
 assert scales[spike_step] == scales[spike_step - 1] / 2
 assert scales[-1] > scales[spike_step]
+assert scales[spike_step + 10] == 2 * scales[spike_step]
 # sphinx_gallery_end_ignore
 
 # %%
@@ -198,16 +206,17 @@ fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
 ax.step(range(len(scales)), scales, where="post", label="scale after update()")
 ax.scatter(skipped, [scales[s] for s in skipped], color="C3", zorder=3, label="skipped step")
 ax.axvline(spike_step, color="0.6", linestyle=":", label="loss × 10⁶ injected")
-ax.set(xlabel="step", ylabel="loss scale", yscale="log", title="GradScaler: skip, halve, grow back")
+ax.set(xlabel="step", ylabel="loss scale", title="GradScaler: skip, halve, grow back")
 ax.set_yscale("log", base=2)
-ax.legend()
+fig.legend(loc="outside right center")
 plt.show()
 
 # %%
 # Summary
 # -------
 # - Real gradients are small: here most activation gradients sit below float16's
-#   smallest normal number, and some below its smallest subnormal, where they become 0.
+#   smallest normal number, and some below half its smallest subnormal, where they
+#   become 0.
 # - Multiplying the loss by 2¹⁶ shifts every gradient up by the same factor, out of
 #   the danger zone, and the optimizer sees the unscaled values.
 # - :class:`torch.amp.GradScaler` picks the factor itself: it skips a step whose

@@ -112,8 +112,9 @@ def checkerboard_task(
 def float16_flush_fraction(values: torch.Tensor, scale: float = 1.0) -> float:
     """Fraction of the non-zero ``values`` that become exactly 0 in float16 after ``× scale``.
 
-    The product is formed in float64, so the only rounding is the cast to float16: a
-    magnitude below half of float16's smallest subnormal (2⁻²⁴ ≈ 6.0e-8) flushes to zero.
+    The product is formed in float64 on the CPU (whatever device ``values`` is on), so
+    the only rounding is the cast to float16: a magnitude below half of float16's
+    smallest subnormal (2⁻²⁴ ≈ 6.0e-8) flushes to zero.
     Values that are already zero are not counted at all.
 
     Examples
@@ -133,7 +134,8 @@ def float16_flush_fraction(values: torch.Tensor, scale: float = 1.0) -> float:
     if not scale_ok or not (0 < scale < float("inf")):
         msg = f"scale must be a positive finite number, got {scale!r}"
         raise ValueError(msg)
-    flat = values.detach().reshape(-1).to(torch.float64)  # (n,)
+    # float64 on the CPU: MPS has no float64, and the count needs no accelerator.
+    flat = values.detach().reshape(-1).to("cpu", torch.float64)  # (n,)
     nonzero = flat[flat != 0]  # (k,)
     if nonzero.numel() == 0:
         msg = "values holds no non-zero element, so no fraction can be formed"
