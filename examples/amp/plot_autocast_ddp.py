@@ -122,7 +122,7 @@ def make_dataset(n: int = 512) -> TensorDataset:
 # forward pass and loss under autocast, the loss scaled, ``step`` and ``update``
 # through the scaler. Each rank's scaler checks the *averaged* gradients, so all ranks
 # skip the same steps and keep the same scale. The page uses float16 on every device,
-# as the GradScaler page does, so that the scaler has work to do even on a CPU; its
+# as :doc:`plot_gradscaler_loop` does, so that the scaler has work to do even on a CPU; its
 # ``growth_interval`` is 8 steps instead of 2000, so that the scale moves in a short run.
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
@@ -288,4 +288,4 @@ if LAUNCHER:
 # - Autocast state is per thread: where a wrapper runs ``forward`` in side threads
 #   (``DataParallel``), enter autocast inside ``forward``.
 # - Launch with ``torchrun --nproc-per-node=N``; guard the launcher's work so that a
-#   rank, which imports the file again, skips it.
+#   rank, which runs or imports the same file, skips it.

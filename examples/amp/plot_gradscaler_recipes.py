@@ -208,8 +208,9 @@ assert matches
 # Some code only works in float32: a compiled extension built for one dtype, or
 # arithmetic that overflows float16, like this hand-written log-sum-exp without the
 # max-subtraction trick. ``custom_fwd(cast_inputs=torch.float32)`` casts its
-# floating-point inputs to float32 and turns autocast off inside it, wherever it is
-# called from. The check: the function sees float32 with autocast off, and its result
+# floating-point inputs to float32 and turns autocast off inside it when it is
+# called inside an autocast region; outside one it does nothing, and the inputs keep
+# their dtype. The check: the function sees float32 with autocast off, and its result
 # is finite where float16 would give inf.
 class Float32LogSumExp(torch.autograd.Function):
     seen = None
@@ -285,4 +286,4 @@ plt.show()
 #   under autocast.
 # - Decorate a custom :class:`torch.autograd.Function` with :func:`torch.amp.custom_fwd`
 #   and :func:`torch.amp.custom_bwd`; ``cast_inputs=torch.float32`` runs it in float32
-#   with autocast off, wherever it is called from.
+#   with autocast off when it is called under autocast.

@@ -220,8 +220,8 @@ plt.show()
 # Summary
 # -------
 # - Real gradients are small: here most activation gradients sit below float16's
-#   smallest normal number, and some below half its smallest subnormal, where they
-#   become 0.
+#   smallest normal number, and some at or below half its smallest subnormal, where
+#   they become 0.
 # - Multiplying the loss by 2¹⁶ shifts every gradient up by the same factor, out of
 #   the danger zone, and the optimizer sees the unscaled values.
 # - :class:`torch.amp.GradScaler` picks the factor itself: it skips a step whose
