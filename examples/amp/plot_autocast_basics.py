@@ -14,9 +14,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_au
 # %%
 # Which device, which 16-bit type
 # -------------------------------
-# On a CUDA GPU autocast uses float16, whose tensor-core kernels are fast (on Apple's
-# MPS too). On a CPU this page uses bfloat16, the type CPU autocast is built for: it has float32's exponent
-# range, so it trades precision, not range. :func:`effpt.device.autocast_dtype` makes
+# On a CUDA GPU autocast uses float16, whose products run fast on tensor cores; this
+# page uses float16 on Apple's MPS too. On a CPU it uses bfloat16, CPU autocast's
+# default type: it has float32's exponent range, so it trades precision, not range. :func:`effpt.device.autocast_dtype` makes
 # that choice; the line below says which one this build took.
 import torch
 
@@ -76,8 +76,9 @@ with torch.autocast(device.type, dtype=low):
 # turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow their
 # inputs*. Read the table for your device: the CUDA lists keep many numerically touchy
 # ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 because
-# float16 reaches infinity at 65520 (65504 is its largest finite value). CPU autocast
-# uses bfloat16, whose range matches float32's, so it keeps far fewer, mostly losses.
+# float16 reaches infinity at 65520 (65504 is its largest finite value) and has few
+# digits for long sums. CPU autocast uses bfloat16, whose range matches float32's, and
+# keeps far fewer, mostly losses.
 import torch.nn.functional as F
 
 labels = torch.zeros(8, dtype=torch.long, device=device)
@@ -96,6 +97,12 @@ ops = {
     "cross_entropy": lambda t: F.cross_entropy(t, labels),
     "prod": torch.prod,
 }
+
+# sphinx_gallery_start_ignore
+assert torch.finfo(torch.float16).max == 65504
+edges = torch.tensor([65519.0, 65520.0]).to(torch.float16).tolist()
+assert edges == [65504.0, float("inf")], edges
+# sphinx_gallery_end_ignore
 
 # %%
 # The table is built by running every op, not copied from the documentation.
@@ -133,7 +140,7 @@ if device.type == "cpu":
 # %%
 # On a CPU, ``softmax``, ``log`` and ``sum`` follow their inputs, while the losses
 # (``mse_loss``, ``cross_entropy``) and ``prod`` are computed in float32. On a CUDA GPU
-# the float32 column also holds ``softmax``, ``log``, ``sum``, ``exp`` and
+# the list kept in float32 also holds ``softmax``, ``log``, ``sum``, ``exp`` and
 # ``layer_norm``. Either way, the ops that do most of the arithmetic (matrix products,
 # linear layers, convolutions) are the ones lowered.
 lowered = [name for name, verdict in verdicts.items() if verdict == "lowered"]
@@ -168,8 +175,9 @@ plt.show()
 # Autograd remembers the dtype each forward op ran in, and the matching backward op runs
 # in that same dtype. So the gradient flowing into the product ``h`` is 16-bit, while
 # the gradient of the float32 weight ``w`` is float32, like ``w`` itself. Running
-# ``backward()`` inside the autocast region as well changes nothing: the gradients are
-# bit for bit the same. Close the region after the loss.
+# ``backward()`` inside the autocast region as well changes nothing here: the gradients
+# are bit for bit the same. PyTorch's AMP documentation advises against it all the
+# same, so close the region after the loss.
 w = torch.randn(32, 32, device=device, requires_grad=True)
 
 

@@ -42,8 +42,8 @@ if LAUNCHER:
 # and no other. Below, the main thread is inside the region and a thread it starts is
 # not, so the same product comes out in two dtypes. :class:`torch.nn.DataParallel`
 # runs ``forward`` in such side threads, so with it, autocast belongs inside the
-# model's ``forward``. DDP with one device per process, as on this page, starts no
-# threads, and the usual loop works as it is.
+# model's ``forward``. DDP with one device per process, as on this page, runs forward
+# in the thread that calls it, and the usual loop works as it is.
 import threading
 
 
@@ -75,15 +75,15 @@ if LAUNCHER:
 # ``MASTER_ADDR``/``MASTER_PORT``, where the ranks meet. With a GPU for every rank the
 # backend is NCCL and each rank owns one GPU; otherwise it is gloo on the CPU (NCCL
 # refuses two ranks on one GPU). The timeout bounds every collective operation: a rank
-# whose peer died raises after 60 s instead of waiting for ever.
+# whose peer hangs or died fails within about 60 s instead of waiting for ever.
 from datetime import timedelta
 
 import torch.distributed as dist
 
 
-def setup() -> torch.device:
+def setup(use_cuda: bool = True) -> torch.device:
     local_rank, local_size = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
-    if torch.cuda.device_count() >= local_size:
+    if use_cuda and torch.cuda.device_count() >= local_size:
         device, backend = torch.device("cuda", local_rank), "nccl"
         torch.cuda.set_device(device)
     else:
@@ -122,7 +122,7 @@ def make_dataset(n: int = 512) -> TensorDataset:
 # forward pass and loss under autocast, the loss scaled, ``step`` and ``update``
 # through the scaler. Each rank's scaler checks the *averaged* gradients, so all ranks
 # skip the same steps and keep the same scale. The page uses float16 on every device,
-# as the GradScaler page does, so that the scaler has work to do even on a CPU; its
+# as :doc:`plot_gradscaler_loop` does, so that the scaler has work to do even on a CPU; its
 # ``growth_interval`` is 8 steps instead of 2000, so that the scale moves in a short run.
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
@@ -177,8 +177,8 @@ def train(device: torch.device, epochs: int = 4) -> dict:
 # every rank waits at a barrier first: past it, all of them are done communicating.
 # ``destroy_process_group`` then runs however ``train`` ended, so that no rank leaves
 # its connections, threads and port behind.
-def main() -> dict:
-    device = setup()
+def main(use_cuda: bool = True) -> dict:
+    device = setup(use_cuda)
     try:
         result = train(device)
         dist.barrier()
@@ -206,17 +206,18 @@ if __name__ == "__main__" and not LAUNCHER:
 # -------------------------------
 # Run with plain ``python`` (or by this site's build), the page plays torchrun's part
 # with :func:`effpt.ddp.launch`: it starts two processes with the same variables,
-# runs ``main`` in each and returns what each returned. On top of what torchrun does on
-# one machine, it terminates every rank after a deadline, stops the others as soon as
-# one fails and raises that rank's traceback, and retries a port another program took.
-# The ranks start by spawn, fresh interpreters that import ``main`` from this file,
-# as torchrun's do; a forked rank could not use a GPU this process has already used.
-# A notebook or the docs build has no file to import, so there they start by fork.
+# runs ``main`` in each and returns what each returned. Like torchrun, it stops the
+# other ranks as soon as one fails; it also raises that rank's traceback here,
+# terminates every rank after a deadline, and retries a port another program took.
+# The ranks start by spawn, fresh interpreters that import ``main`` from this file.
+# A notebook or the docs build has no file to import, so there they start by fork;
+# a forked rank cannot use CUDA once this process has, so then they run on the CPU.
 from effpt.ddp import launch
 
 if LAUNCHER:
     method = "spawn" if "__file__" in globals() else "fork"
-    results = launch(main, world_size=2, timeout_s=120, start_method=method)
+    use_cuda = method == "spawn" or not torch.cuda.is_initialized()
+    results = launch(main, args=(use_cuda,), world_size=2, timeout_s=120, start_method=method)
     for r in results:
         print(
             f"rank {r['rank']} ({r['backend']} on {r['device']}): {len(r['losses'])} steps, "
@@ -287,4 +288,4 @@ if LAUNCHER:
 # - Autocast state is per thread: where a wrapper runs ``forward`` in side threads
 #   (``DataParallel``), enter autocast inside ``forward``.
 # - Launch with ``torchrun --nproc-per-node=N``; guard the launcher's work so that a
-#   rank, which imports the file again, skips it.
+#   rank, which runs or imports the same file, skips it.

@@ -16,8 +16,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_gr
 # Setup: float16 on every device
 # ------------------------------
 # Gradient scaling exists for float16, so this page uses float16 autocast everywhere.
-# CPUs support it too (more slowly than bfloat16, fine for these small models), which
-# lets every step below run and be checked on any machine. The scaler is made for a
+# CPUs support it too (speed matters little for these small models), which lets
+# every step below run and be checked on any machine. The scaler is made for a
 # device type: ``torch.amp.GradScaler("cuda")`` or ``torch.amp.GradScaler("cpu")``.
 import torch
 from torch import nn
@@ -92,6 +92,7 @@ print(
 
 # sphinx_gallery_start_ignore
 assert history[-1] < history[0] / 2, history
+assert scaler.get_growth_interval() == 2000
 # sphinx_gallery_end_ignore
 
 # %%

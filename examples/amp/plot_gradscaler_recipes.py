@@ -18,8 +18,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_gr
 # Setup: float16 on every device
 # ------------------------------
 # Gradient scaling exists for float16, so this page uses float16 autocast everywhere,
-# as :doc:`plot_gradscaler_loop` does: CPUs support it too, more slowly than bfloat16,
-# which lets every recipe below run and be checked on any machine.
+# as :doc:`plot_gradscaler_loop` does: CPUs support it too, which lets every recipe
+# below run and be checked on any machine.
 import torch
 from torch import nn
 
@@ -175,6 +175,7 @@ class AmpMM(torch.autograd.Function):
 # Both functions receive float32 leaves and run under autocast.
 a = torch.randn(8, 16, device=device, requires_grad=True)
 b = torch.randn(16, 4, device=device, requires_grad=True)
+plain_failed = False
 try:
     with torch.autocast(device.type, dtype=amp_dtype):
         out = PlainMM.apply(a, b)
@@ -207,8 +208,9 @@ assert matches
 # Some code only works in float32: a compiled extension built for one dtype, or
 # arithmetic that overflows float16, like this hand-written log-sum-exp without the
 # max-subtraction trick. ``custom_fwd(cast_inputs=torch.float32)`` casts its
-# floating-point inputs to float32 and turns autocast off inside it, wherever it is
-# called from. The check: the function sees float32 with autocast off, and its result
+# floating-point inputs to float32 and turns autocast off inside it when it is
+# called inside an autocast region; outside one it does nothing, and the inputs keep
+# their dtype. The check: the function sees float32 with autocast off, and its result
 # is finite where float16 would give inf.
 class Float32LogSumExp(torch.autograd.Function):
     seen = None
@@ -217,7 +219,7 @@ class Float32LogSumExp(torch.autograd.Function):
     @custom_fwd(device_type=device.type, cast_inputs=torch.float32)
     def forward(ctx, x):
         Float32LogSumExp.seen = (x.dtype, torch.is_autocast_enabled(device.type))
-        e = x.exp()  # overflows float16 for x > 11.1
+        e = x.exp()  # in float16 this is inf from x ≈ 11.09 (ln 65520) up
         ctx.save_for_backward(e)
         return e.sum(dim=-1).log()
 
@@ -252,9 +254,9 @@ assert torch.allclose(x.grad, torch.full_like(x, 0.25))
 # Every recipe against its reference
 # ----------------------------------
 # Each point is one gradient entry: its value from the recipe against the value from
-# the reference computation. Points on the diagonal mean the recipe handled the scale
-# correctly; a forgotten unscale would put them a factor of the scale (2¹⁰ or more)
-# away from it.
+# the reference computation; points on the diagonal agree. In the first two panels a
+# forgotten unscale would put them a factor of the scale (2¹⁰ here) away from it; in
+# the third, a missing decorator would have raised instead.
 import matplotlib.pyplot as plt
 
 pairs = [
@@ -284,4 +286,4 @@ plt.show()
 #   under autocast.
 # - Decorate a custom :class:`torch.autograd.Function` with :func:`torch.amp.custom_fwd`
 #   and :func:`torch.amp.custom_bwd`; ``cast_inputs=torch.float32`` runs it in float32
-#   with autocast off, wherever it is called from.
+#   with autocast off when it is called under autocast.

@@ -20,7 +20,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_wh
 # still has *subnormals*, down to 2⁻²⁴, but each step down costs a bit of precision;
 # anything at or below half of 2⁻²⁴ rounds to zero. At the top, 65504 is the largest
 # finite value; anything from 65520 up (halfway to the next step, 65536) rounds to
-# infinity, and what lies between rounds down to 65504.
+# infinity, and what lies between rounds down to 65504. bfloat16, for comparison, keeps
+# float32's exponent: its smallest normal number is about 1e-38.
 import torch
 
 from effpt.device import describe, pick_device
@@ -37,11 +38,14 @@ print(
 )
 edges = torch.tensor([2.0**-25, 1.5 * 2.0**-25, 65519.0, 65520.0]).to(torch.float16)
 print("2^-25, 1.5 * 2^-25, 65519, 65520 in float16:", edges.tolist())
+bf16 = torch.finfo(torch.bfloat16)
+print(f"bfloat16: max {bf16.max:.2e}, smallest normal {bf16.smallest_normal:.2e}")
 
 # sphinx_gallery_start_ignore
 assert smallest_subnormal == 2.0**-24
 assert fp16.max == 65504
 assert edges.tolist() == [0.0, 2.0**-24, 65504.0, float("inf")]
+assert 1e-38 < bf16.smallest_normal < 2e-38
 # sphinx_gallery_end_ignore
 
 # %%
@@ -120,7 +124,7 @@ assert max(acts.max(), params.max()).item() * scale < fp16.max / 10
 # Without scaling, most activation gradients fall into float16's subnormal range and a
 # small fraction vanish outright; scaled by 2¹⁶ none vanish and few are subnormal. The
 # histogram shows the same thing: the shaded band is where float16 loses digits, the
-# dotted line the point below which it has none left.
+# black dotted line the point below which it has none left.
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -163,8 +167,9 @@ plt.show()
 # GradScaler at work
 # ------------------
 # Now the same kind of network trains under float16 autocast with a
-# :class:`torch.amp.GradScaler`. CPUs run float16 autocast too (more slowly than
-# bfloat16, but this network is small), so this section runs float16 on every device.
+# :class:`torch.amp.GradScaler`. CPUs run float16 autocast too (this network is small
+# enough for any speed), so this section runs float16 on every device. ``scaler.step``
+# first divides the gradients by the scale, so the optimizer sees their true values.
 # The scaler starts at 2¹⁰ and doubles after every 10 clean steps. At step 30 the loss
 # is multiplied by 10⁶, a stand-in for a real spike: the scaled gradients overflow
 # float16 in the backward pass.
@@ -180,7 +185,7 @@ for step in range(60):
     spike = 1e6 if step == spike_step else 1.0
     before = [p.detach().clone() for p in small.parameters()]
     scaler.scale(loss * spike).backward()
-    scaler.step(opt)  # skipped when the gradients hold an inf or a nan
+    scaler.step(opt)  # unscales, then steps; skipped if a gradient holds an inf or a nan
     scaler.update()
     scales.append(scaler.get_scale())
     if all(torch.equal(b, p) for b, p in zip(before, small.parameters(), strict=True)):
@@ -215,11 +220,12 @@ plt.show()
 # Summary
 # -------
 # - Real gradients are small: here most activation gradients sit below float16's
-#   smallest normal number, and some below half its smallest subnormal, where they
-#   become 0.
+#   smallest normal number, and some at or below half its smallest subnormal, where
+#   they become 0.
 # - Multiplying the loss by 2¹⁶ shifts every gradient up by the same factor, out of
 #   the danger zone, and the optimizer sees the unscaled values.
 # - :class:`torch.amp.GradScaler` picks the factor itself: it skips a step whose
 #   gradients overflowed, halves the scale, and doubles it again after
 #   ``growth_interval`` clean steps.
-# - bfloat16 has float32's range, so it needs no scaler; float16 does.
+# - bfloat16 has float32's range (smallest normal about 1e-38), so it needs no scaler;
+#   float16 does.
