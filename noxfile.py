@@ -287,6 +287,13 @@ def linkcheck(session: nox.Session) -> None:
 #: Where each torch version's results live; the docs build reads them (never installs torch).
 COMPAT_DATA = DOCS / "compat"
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+# torch's own dependencies: torch pins some of them exactly (2.6 needs sympy==1.13.1), so
+# in a matrix entry torch chooses their versions and our pins of them are dropped.
+_TORCH_OWN = re.compile(
+    r"^(sympy|mpmath|networkx|filelock|fsspec|jinja2|typing[-_]extensions|setuptools|triton"
+    r"|nvidia[-_].*)==",
+    re.IGNORECASE,
+)
 
 
 @nox.session(default=False)
@@ -297,17 +304,23 @@ def compat(session: nox.Session) -> None:
     with effpt and the test group into an environment of its own, runs the unit tests
     and every gallery page there (a failing page is recorded with its traceback and the
     others still run), and writes docs/compat/torch-VERSION.json for the compatibility
-    page. The install says which constraints it uses: constraints.txt without its torch
-    pin, plus ``torch==VERSION``, passed with ``-c`` and as PIP_CONSTRAINT (which also
-    replaces any machine-wide pip constraint that would cap torch). Options after the
-    version go to pytest for the unit tests.
+    page. The install says which constraints it uses: constraints.txt without its pins
+    of torch and of torch's own dependencies (which torch may pin), plus
+    ``torch==VERSION``, passed with ``-c`` and as PIP_CONSTRAINT (which also replaces any
+    machine-wide pip constraint that would cap torch). Options after the version go to
+    pytest for the unit tests.
     """
     if not session.posargs or not _VERSION.match(session.posargs[0]):
         session.error("usage: nox -s compat -- VERSION [pytest options], e.g. 2.15.0")
     version, *pytest_args = session.posargs
     env_dir = Path(session.virtualenv.location).parent / f"compat-torch-{version}"
     python = env_dir / "bin" / "python"
-    pins = [ln for ln in CONSTRAINTS.read_text().splitlines() if not ln.startswith("torch==")]
+    pins, dropped = [], []
+    for line in CONSTRAINTS.read_text().splitlines():
+        if line.startswith("torch=="):
+            continue
+        (dropped if _TORCH_OWN.match(line) else pins).append(line)
+    session.log("torch chooses its own dependencies here: " + ", ".join(dropped))
     constraints = Path(session.create_tmp()) / f"constraints-torch-{version}.txt"
     constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
     test_reqs = nox.project.dependency_groups(PYPROJECT, "test")
