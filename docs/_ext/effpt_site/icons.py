@@ -13,6 +13,7 @@ full fonts stay, and the build says so.
 from __future__ import annotations
 
 import hashlib
+import logging as std_logging
 import re
 from pathlib import Path
 
@@ -58,6 +59,10 @@ def subset_font(
     options.name_IDs = ["*"]  # keep the licence and copyright names
     options.notdef_outline = True
     font = subset.load_font(str(source), options)
+    # fontTools logs every table it prunes at INFO; the build reports one line per font.
+    quiet = std_logging.getLogger("fontTools")
+    level = quiet.level
+    quiet.setLevel(std_logging.WARNING)
     try:
         subsetter = subset.Subsetter(options)
         subsetter.populate(unicodes=codepoints)
@@ -66,6 +71,7 @@ def subset_font(
         subset.save_font(font, str(target), options)
         return len(font.getGlyphOrder())
     finally:
+        quiet.setLevel(level)
         font.close()
 
 
