@@ -18,7 +18,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ch
 # The inputs are the (x, y) coordinates of every pixel of an image; the target is a
 # checkerboard. :func:`effpt.amp.checkerboard_task` builds both, shaped like one image
 # for a convolution. The size fits the device: a 512 × 512 board on a GPU, a small one
-# elsewhere so that this page stays within the gallery's time budget.
+# elsewhere so that this page stays within the gallery's time budget. The 16-bit type
+# is the one autocast uses by default on this device, from
+# :func:`effpt.device.autocast_dtype`: float16 on CUDA and MPS, bfloat16 on a CPU.
 import torch
 
 from effpt.amp import checkerboard_task
@@ -28,6 +30,9 @@ torch.manual_seed(0)
 device = pick_device()
 print(describe(device))
 low = autocast_dtype(device)  # float16 on CUDA and MPS, bfloat16 on CPU
+# sphinx_gallery_start_ignore
+assert torch.get_autocast_dtype(device.type) == low  # autocast's own default here
+# sphinx_gallery_end_ignore
 size, squares, steps = (512, 8, 500) if device.type == "cuda" else (32, 4, 200)
 
 inputs, targets = checkerboard_task(size, squares=squares, device=device)
