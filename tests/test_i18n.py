@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import jinja2
 import pytest
 from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
@@ -126,3 +129,25 @@ def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
         i18n.check_catalogues(tmp_path, "zh_CN")
     path.write_text(HEADER + body.replace("``（", "``\\\\ （"), encoding="utf-8")
     assert i18n.check_catalogues(tmp_path, "zh_CN").translated == 1
+
+
+@pytest.mark.parametrize(
+    ("language", "target", "text"),
+    [
+        ("en", "../../zh_CN/auto_examples/amp/plot_a.html", "中文"),
+        # What Sphinx passes for -D language=zh_CN: a BCP 47 tag, not the locale name.
+        ("zh-CN", "../../../auto_examples/amp/plot_a.html", "English"),
+    ],
+)
+def test_the_language_switch_leads_to_the_other_language(language, target, text):
+    templates = Path(__file__).resolve().parents[1] / "docs" / "_templates"
+    template = jinja2.Environment(loader=jinja2.FileSystemLoader(templates)).get_template(
+        "language-switch.html"
+    )
+    html = template.render(
+        language=language,
+        pagename="auto_examples/amp/plot_a",
+        pathto=lambda name, *_: "../../" + name,  # pathto(name, 1): a resource
+    )
+    assert f'href="{target}"' in html, html
+    assert html.endswith(f">{text}</a>"), html
