@@ -10,6 +10,7 @@ from docutils.frontend import get_default_settings
 from docutils.parsers.rst import Parser
 from docutils.utils import new_document
 from sphinx.errors import ExtensionError
+from sphinx.search import _MINIFIED_JS_PATH
 
 from effpt_site import i18n
 
@@ -151,3 +152,10 @@ def test_the_language_switch_leads_to_the_other_language(language, target, text)
     )
     assert f'href="{target}"' in html, html
     assert html.endswith(f">{text}</a>"), html
+
+
+def test_the_chinese_search_names_a_stemmer_its_javascript_defines():
+    language = i18n.chinese_search_language()
+    code = (_MINIFIED_JS_PATH / language.js_stemmer_rawcode).read_text(encoding="utf-8")
+    # language_data.js ends with `window.Stemmer = <language_name>Stemmer;`
+    assert f"{language.language_name}Stemmer=" in code.replace(" ", "")

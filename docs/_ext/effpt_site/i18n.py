@@ -549,11 +549,38 @@ def _theme_text(app, config) -> None:  # noqa: ARG001  (Sphinx's signature)
         config.html_theme_options = {**config.html_theme_options, **options}
 
 
+def chinese_search_language():
+    """Sphinx's Chinese search language, with a JavaScript stemmer that exists.
+
+    Sphinx 9.0 ends language_data.js with ``window.Stemmer = <language_name>Stemmer``,
+    but Chinese search ships the English stemmer, so the Chinese pages' search stopped
+    with "ChineseStemmer is not defined" and found nothing (sphinx-doc/sphinx#14229,
+    fixed upstream by naming the class after the stemmer file). The subclass names its
+    language after the stemmer it ships; the Python side is Sphinx's own.
+    """
+    from sphinx.search.zh import SearchChinese  # noqa: PLC0415  (needs jieba: docs only)
+
+    stemmer = SearchChinese.js_stemmer_rawcode.removesuffix("-stemmer.js").capitalize()
+    if SearchChinese.language_name == stemmer:
+        return SearchChinese
+
+    class SearchChineseWithItsStemmer(SearchChinese):
+        language_name = stemmer
+
+    return SearchChineseWithItsStemmer
+
+
+def _search_language(app, config) -> None:
+    if (config.language or "en").startswith("zh"):
+        app.add_search_language(chinese_search_language())
+
+
 def setup(app) -> None:
     # A string default, so that -D effpt_translation_threshold=0.5 can override it
     # (Sphinx converts -D values only for str, int, bool and list defaults).
     app.add_config_value("effpt_translation_threshold", "0.95", "env", types=(float, str))
     app.connect("config-inited", _theme_text)
+    app.connect("config-inited", _search_language)
     app.connect("builder-inited", _check_catalogues)
     app.connect("doctree-read", _keep_docstrings_english, priority=400)
     app.connect("doctree-read", _count_page, priority=600)
