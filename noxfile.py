@@ -412,7 +412,8 @@ def lighthouse(session: nox.Session) -> None:
     Serves docs/_build/html as GitHub Pages does (gzip, ten-minute cache) on a local
     port and runs Lighthouse from npm with Debian's chromium on the landing page,
     three gallery pages, an explanation, an API page, the measurements, compatibility
-    and execution-times pages. Prints the four scores, the compressed page weight and
+    and execution-times pages, and the Chinese landing page and a Chinese gallery page.
+    Prints the four scores, the compressed page weight and
     the paint timings per page; fails under 0.90 for performance or under 1.00 for
     accessibility, best practices or SEO. The CPU slowdown is fitted to this host
     (Lighthouse's throttling guide); pass ``-- --no-calibrate`` for Lighthouse's fixed

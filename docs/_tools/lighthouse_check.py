@@ -82,7 +82,8 @@ def cpu_slowdown(benchmark_index: float) -> float:
 
 
 def default_sample(site: Path) -> list[str]:
-    """Landing page, three gallery pages, an explanation, the API, measurements and more."""
+    """Landing page, three gallery pages, an explanation, the API, measurements and more,
+    and the Chinese edition's landing page and one of its gallery pages."""
     pages = ["index.html"]
     gallery = sorted((site / "auto_examples").glob("*/plot_*.html"))
     families = sorted({p.parent for p in gallery})
@@ -95,6 +96,8 @@ def default_sample(site: Path) -> list[str]:
     api = sorted((site / "api").glob("*.html"))
     pages += [str(p.relative_to(site)) for p in api if p.name != "index.html"][:1]
     pages += ["measurements.html", "compatibility.html", "execution_times.html"]
+    # The Chinese pages carry other fonts' text and their own search index.
+    pages += ["zh_CN/index.html", f"zh_CN/{pages[1]}"]
     return [p for p in dict.fromkeys(pages) if (site / p).is_file()]
 
 
