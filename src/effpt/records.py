@@ -67,7 +67,9 @@ class Ratio:
     >>> Ratio(1.04, 0.91, 1.22).verdict
     'inconclusive'
     >>> str(Ratio(415.2, 401.0, 433.9)), str(Ratio(1.2712, 1.2698, 1.2741))
-    ('415× (401–434)', '1.27× (1.27–1.27)')
+    ('415× (401–434)', '1.271× (1.270–1.274)')
+    >>> str(Ratio(1.30, 1.26, 1.34))  # bounds that round alike get the decimal that parts them
+    '1.30× (1.26–1.34)'
     >>> str(Ratio(0.52, 0.2, 1.1)), str(Ratio(1.57, 1.23, 2.41))
     ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
     >>> str(Ratio(1.69, 1.01, 2.02))  # faster: the low bound is not rounded down to 1.0
@@ -93,15 +95,23 @@ class Ratio:
 
         Two significant digits when the interval is narrower than half the value, one
         when it is wider (but always one decimal below 10×, so that 1.3× is not shown
-        as 1×): a ratio is never printed more precisely than it is known.
+        as 1×): a ratio is never printed more precisely than it is known. Bounds that
+        would print alike get one more decimal (up to three), so that an interval such
+        as 1.26–1.34 is not shown as "1.3–1.3".
         """
         finite = all(math.isfinite(v) and v > 0 for v in (self.value, self.low, self.high))
         if not finite:
             return 0
         width = self.high - self.low
         digits = 3 if width < 0.02 * self.value else 2 if width < 0.5 * self.value else 1
-        decimals = digits - 1 - math.floor(math.log10(self.value))
-        return max(decimals, 1 if self.value < 10 else 0)
+        decimals = max(digits - 1 - math.floor(math.log10(self.value)), 1 if self.value < 10 else 0)
+        while (
+            decimals < 3
+            and self.low < self.high
+            and (f"{self.low:.{decimals}f}" == f"{self.high:.{decimals}f}")
+        ):
+            decimals += 1
+        return decimals
 
     def _bound(self, bound: float, decimals: int) -> str:
         """A bound, with more decimals only if rounding would make a decisive one touch 1."""
