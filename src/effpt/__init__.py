@@ -10,6 +10,8 @@ Each module covers one concern:
   of the hardware and versions that produced a page.
 * :mod:`effpt.bench`: timing that is correct on every device.
 * :mod:`effpt.records`: records of measurements, and speed-ups with their uncertainty.
+* :mod:`effpt.expect`: expectations about the machine, measured and printed with a
+  verdict, never enforced.
 * :mod:`effpt.data`: datasets that DataLoader workers can import (image folders, tar
   shards read exactly once), and writers for the files they read.
 * :mod:`effpt.numerics`: numerically stable softmax, log-softmax and cross-entropy.

@@ -119,6 +119,26 @@ class Ratio:
             decimals += 1
         return f"{bound:.{decimals}f}"
 
+    def __truediv__(self, other: Ratio) -> Ratio:
+        """How many times larger this ratio is than ``other``, with the widest interval.
+
+        The low bound divides this low bound by the other's high one, and the high bound
+        the other way round, so the result is never more certain than its parts.
+
+        Examples
+        --------
+        >>> Ratio(4.0, 3.0, 5.0) / Ratio(2.0, 1.5, 2.5)
+        Ratio(value=2.0, low=1.2, high=3.3333333333333335)
+        >>> Ratio(4.0, 3.0, 5.0) / 2
+        Traceback (most recent call last):
+        ...
+        TypeError: a Ratio divides only by a Ratio, got int
+        """
+        if not isinstance(other, Ratio):
+            msg = f"a Ratio divides only by a Ratio, got {type(other).__name__}"
+            raise TypeError(msg)
+        return Ratio(self.value / other.value, self.low / other.high, self.high / other.low)
+
     def __str__(self) -> str:
         if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
             return "n/a"

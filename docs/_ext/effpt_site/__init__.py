@@ -5,6 +5,8 @@
   the warning policy, memory on CUDA, the records file and the run stamp).
 * :mod:`effpt_site.cards`: the landing page's cards.
 * :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
+* :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
+  build log's list of those that did not hold.
 * :mod:`effpt_site.page_checks`: checks that fail the build, and the freshness line.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
@@ -29,6 +31,7 @@ from effpt_site import (
     cards,
     compat,
     exec_times,
+    expectations,
     i18n,
     images,
     measurements,
@@ -45,6 +48,7 @@ def setup(app):
         cards,
         compat,
         exec_times,
+        expectations,
         i18n,
         images,
         measurements,

@@ -23,8 +23,9 @@ import numpy as np
 import torch
 
 from effpt.device import describe
+from effpt.expect import EXPECTATIONS_ENV
 from effpt.records import RECORDS_ENV
-from effpt_site.layout import STAMP_SUFFIX, records_dir
+from effpt_site.layout import STAMP_SUFFIX, expectations_dir, records_dir
 
 #: The seed every example starts from (the page still sets its own, visibly).
 SEED = 0
@@ -98,8 +99,9 @@ def _restore_filters(saved: list[tuple[Any, ...]]) -> None:
 def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "before") -> None:
     """sphinx-gallery ``reset_modules`` hook: restore everything in :data:`RESET_STATE`.
 
-    Before an example it also names the file that :func:`effpt.bench.compare` appends
-    records to (emptied, since the example is about to measure afresh) and writes a
+    Before an example it also names the files that :func:`effpt.bench.compare` and
+    :func:`effpt.expect.expect` append to (emptied, since the example is about to
+    measure afresh) and writes a
     stamp of when and on which machine the example ran; after it, the build's own
     warning filters come back.
 
@@ -114,6 +116,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     """
     if when == "after":
         os.environ.pop(RECORDS_ENV, None)
+        os.environ.pop(EXPECTATIONS_ENV, None)
         _restore_filters(_saved_filters)
         return
 
@@ -146,6 +149,10 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         path = folder / f"{stem}.jsonl"
         path.write_text("", encoding="utf-8")
         os.environ[RECORDS_ENV] = str(path)
+        expected = expectations_dir(gallery_conf)
+        expected.mkdir(parents=True, exist_ok=True)
+        (expected / f"{stem}.jsonl").write_text("", encoding="utf-8")
+        os.environ[EXPECTATIONS_ENV] = str(expected / f"{stem}.jsonl")
         stamp = {
             "executed_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": describe(),

@@ -117,6 +117,17 @@ MESSAGES: dict[str, dict[str, str]] = {
         "nearly": "接近",
         "no": "不成立",
         "inconclusive": "无法判定",
+        "holds here": "在此成立",
+        "does not hold here": "在此不成立",
+        "No page of this build stated an expectation.": "本次构建中没有页面提出预期。",
+        "{total} expectations: {held} hold here, {failed} do not, {unsure} inconclusive.": (
+            "共 {total} 项预期：{held} 项在此成立，{failed} 项不成立，{unsure} 项无法判定。"
+        ),
+        "What the pages expect of the machine, and this build’s verdict": "各页对机器的预期，及本次构建的判定",
+        "Expectation": "预期",
+        "Expected": "预期条件",
+        "Measured": "测得",
+        "Verdict": "判定",
         "faster": "更快",
         "slower": "更慢",
         "All timings below were taken on {machines}.": "以下所有计时均在 {machines} 上测得。",

@@ -85,6 +85,11 @@ def records_dir(gallery_conf: dict[str, Any]) -> Path:
     return Path(gallery_conf["src_dir"]) / first / "_records"
 
 
+def expectations_dir(gallery_conf: dict[str, Any]) -> Path:
+    """The folder, beside the records, where each page's expectations persist."""
+    return records_dir(gallery_conf).with_name("_expectations")
+
+
 def examples_dir(app) -> Path:
     """The gallery's source folder (``examples/``)."""
     return (Path(app.srcdir) / app.config.sphinx_gallery_conf["examples_dirs"]).resolve()

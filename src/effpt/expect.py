@@ -1,0 +1,278 @@
+"""Expectations: what a page expects of the machine, measured and reported, never enforced.
+
+A page checks two kinds of things. A *fact* holds on every machine (a value, an error,
+agreement with a reference) and a plain ``assert`` guards it. An *expectation* depends
+on the machine: a speed ratio, a crossover, a bandwidth. Threads, vector width, caches,
+a GPU or another process's load can turn it around, so it must never fail a run.
+:func:`expect` states it once, compares the measurement (with its interval) against a
+bound, prints the verdict and records it for the site's measurements page:
+
+* **holds here**: the whole interval lies on the expected side of the bound;
+* **does not hold here**: the whole interval lies on the other side;
+* **inconclusive**: the interval straddles the bound, or it rests on one sample.
+
+Records are appended to the JSON-lines file named by ``$EFFPT_EXPECTATIONS_FILE`` when
+it is set (the site's build sets it per page); :func:`read_expectations` reads them back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from effpt.device import describe
+from effpt.records import Ratio
+
+__all__ = [
+    "EXPECTATIONS_ENV",
+    "VERDICTS",
+    "Expectation",
+    "expect",
+    "read_expectations",
+]
+
+#: Names the JSON-lines file that :func:`expect` appends to (the site's build sets it).
+EXPECTATIONS_ENV = "EFFPT_EXPECTATIONS_FILE"
+#: The three verdicts an expectation can get, in the order "good, bad, can't tell".
+VERDICTS = ("holds here", "does not hold here", "inconclusive")
+_SIDES = ("above", "below")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One expectation as measured on one machine: the statement, the evidence, the verdict.
+
+    ``value`` lies in ``[low, high]``, the interval the noise allows (``low == high``
+    for a measurement that has no spread). The expectation is that the measured
+    quantity lies ``side`` ("above" or "below") ``bound``; ``unit`` is printed after
+    the numbers ("×" for ratios).
+    """
+
+    statement: str
+    value: float
+    low: float
+    high: float
+    side: str
+    bound: float
+    unit: str
+    verdict: str
+    machine: str
+
+    def __post_init__(self) -> None:
+        _check_text("statement", self.statement)
+        for name in ("value", "low", "high"):
+            _check_measured(self.statement, name, getattr(self, name))
+        if not self.low <= self.value <= self.high:
+            msg = (
+                f"expectation {self.statement!r}: interval out of order, expected "
+                f"low <= value <= high, got {self.low!r}, {self.value!r}, {self.high!r}"
+            )
+            raise ValueError(msg)
+        _check_bound(self.statement, self.bound)
+        if self.side not in _SIDES:
+            msg = f"expectation {self.statement!r}: side must be 'above' or 'below', got {self.side!r}"
+            raise ValueError(msg)
+        if self.verdict not in VERDICTS:
+            msg = f"expectation {self.statement!r}: verdict must be one of {VERDICTS}, got {self.verdict!r}"
+            raise ValueError(msg)
+        _check_text("unit", self.unit, empty_ok=True)
+        _check_text("machine", self.machine)
+
+    @property
+    def measured(self) -> str:
+        """The measurement with its interval, e.g. ``'2.3× (2.1–2.5)'`` or ``'41.2 GB/s'``."""
+        if self.unit == "×":
+            return str(Ratio(self.value, self.low, self.high))
+        value = f"{_number(self.value)} {self.unit}".rstrip()
+        if self.low == self.high:
+            return value
+        return f"{value} ({_number(self.low)}–{_number(self.high)})"
+
+    @property
+    def expected(self) -> str:
+        """The bound the measurement is held against, e.g. ``'above 1.5×'``."""
+        return f"{self.side} {_number(self.bound)}{self.unit if self.unit == '×' else ' ' + self.unit}".rstrip()
+
+    def __str__(self) -> str:
+        return (
+            f"Expectation: {self.statement}. Expected {self.expected}; measured "
+            f"{self.measured} on {self.machine}: {self.verdict}."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The expectation as a JSON-ready dict."""
+        return asdict(self)
+
+
+def _number(x: float) -> str:
+    """Three significant digits, no exponent for ordinary magnitudes."""
+    return f"{x:.3g}" if 1e-3 <= abs(x) < 1e6 else f"{x:.2e}"
+
+
+def _check_text(name: str, value: object, *, empty_ok: bool = False) -> None:
+    if not isinstance(value, str) or not (empty_ok or value.strip()):
+        msg = f"{name} must be a non-empty str, got {value!r}"
+        raise TypeError(msg)
+
+
+def _check_measured(statement: str, name: str, value: object) -> None:
+    """A measurement must be a positive, finite number: ratios, times and rates are."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        msg = f"expectation {statement!r}: measured {name} must be a number, got {value!r}"
+        raise TypeError(msg)
+    if not (math.isfinite(value) and value > 0):
+        msg = (
+            f"expectation {statement!r}: measured {name} must be a positive finite number, "
+            f"got {value!r} (a zero, negative, infinite or NaN measurement is a broken one)"
+        )
+        raise ValueError(msg)
+
+
+def _check_bound(statement: str, bound: object) -> None:
+    if isinstance(bound, bool) or not isinstance(bound, (int, float)):
+        msg = f"expectation {statement!r}: bound must be a number, got {bound!r}"
+        raise TypeError(msg)
+    if not (math.isfinite(bound) and bound > 0):
+        msg = f"expectation {statement!r}: bound must be a positive finite number, got {bound!r}"
+        raise ValueError(msg)
+
+
+def _interval(statement: str, measured: object) -> tuple[float, float, float]:
+    """(value, low, high) of a Ratio, a Timing, a (value, low, high) tuple or a number."""
+    if isinstance(measured, Ratio):
+        return measured.value, measured.low, measured.high
+    if all(hasattr(measured, a) for a in ("median", "q1", "q3")):  # an effpt.bench.Timing
+        return float(measured.median), float(measured.q1), float(measured.q3)
+    if isinstance(measured, tuple) and len(measured) == 3:
+        return measured
+    if isinstance(measured, (int, float)) and not isinstance(measured, bool):
+        return measured, measured, measured
+    msg = (
+        f"expectation {statement!r}: measured must be a Ratio, a Timing, a number or a "
+        f"(value, low, high) tuple, got {type(measured).__name__}"
+    )
+    raise TypeError(msg)
+
+
+def judge(low: float, high: float, side: str, bound: float, *, single: bool = False) -> str:
+    """The verdict of an interval against a bound (see the module's description).
+
+    Examples
+    --------
+    >>> judge(2.1, 2.5, "above", 1.5), judge(0.9, 1.2, "above", 1.5), judge(1.2, 1.8, "above", 1.5)
+    ('holds here', 'does not hold here', 'inconclusive')
+    >>> judge(0.2, 0.4, "below", 0.5), judge(2.0, 2.0, "above", 1.5, single=True)
+    ('holds here', 'inconclusive')
+    """
+    if single:
+        return "inconclusive"
+    good, bad = (low > bound, high <= bound) if side == "above" else (high < bound, low >= bound)
+    return "holds here" if good else "does not hold here" if bad else "inconclusive"
+
+
+def expect(
+    statement: str,
+    measured: object,
+    *,
+    above: float | None = None,
+    below: float | None = None,
+    unit: str = "×",
+    machine: str | None = None,
+    show: bool = True,
+) -> Expectation:
+    """Hold a measurement against an expectation; print and record the verdict, never raise on it.
+
+    ``measured`` is a :class:`~effpt.records.Ratio` (its interval is used), an
+    :class:`effpt.bench.Timing` (median within its quartiles), a ``(value, low, high)``
+    tuple, or a plain number for a quantity without spread (a byte count, a memory
+    ratio). Give exactly one of ``above`` and ``below``. ``machine`` defaults to
+    :func:`effpt.device.describe` of the default device, which names the threads.
+
+    A Timing or Ratio built from a single sample has no spread and gets "inconclusive".
+    A broken measurement (zero, negative, infinite, NaN) or a bound that is not a
+    positive number raises an error naming the statement and the value: those are
+    bugs in the page, not facts about the machine.
+
+    Examples
+    --------
+    >>> from effpt.records import Ratio
+    >>> e = expect("sum beats the loop", Ratio(41.0, 38.0, 44.0), above=10, machine="cpu", show=False)
+    >>> e.verdict, e.measured, e.expected
+    ('holds here', '41× (38–44)', 'above 10×')
+    >>> _ = expect("copy bandwidth", (12.0, 11.0, 13.0), above=20, unit="GB/s", machine="cpu")
+    Expectation: copy bandwidth. Expected above 20 GB/s; measured 12 GB/s (11–13) on cpu: does not hold here.
+    >>> expect("same speed", Ratio(1.1, 0.9, 1.3), above=1, machine="cpu", show=False).verdict
+    'inconclusive'
+    >>> expect("broken timer", 0.0, above=1, machine="cpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: expectation 'broken timer': measured value must be a positive finite number, got 0.0 (a zero, negative, infinite or NaN measurement is a broken one)
+    >>> expect("no bound", 2.0, above="1.5", machine="cpu")
+    Traceback (most recent call last):
+    ...
+    TypeError: expectation 'no bound': bound must be a number, got '1.5'
+    """
+    _check_text("statement", statement)
+    if (above is None) == (below is None):
+        msg = f"expectation {statement!r}: give exactly one of above= and below=, got above={above!r}, below={below!r}"
+        raise TypeError(msg)
+    side, bound = ("above", above) if above is not None else ("below", below)
+    _check_bound(statement, bound)
+    value, low, high = _interval(statement, measured)
+    for name, x in (("value", value), ("low", low), ("high", high)):
+        _check_measured(statement, name, x)
+    single = len(getattr(measured, "per_call", (0, 0))) < 2
+    if machine is None:
+        machine = describe()
+    verdict = judge(low, high, side, float(bound), single=single)
+    result = Expectation(
+        statement, float(value), float(low), float(high), side, float(bound), unit, verdict, machine
+    )
+    if show:
+        print(result)  # noqa: T201  (showing the verdict is the point)
+    _save(result)
+    return result
+
+
+def _save(result: Expectation) -> None:
+    path = os.environ.get(EXPECTATIONS_ENV)
+    if path:
+        with Path(path).open("a", encoding="utf-8") as f:
+            f.write(json.dumps(result.to_dict(), ensure_ascii=False) + "\n")
+
+
+def read_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
+    """The expectations recorded in a JSON-lines file; a malformed line names file and line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "page.jsonl"
+    >>> _ = p.write_text('{"statement": "x"}\\n')
+    >>> read_expectations(p)
+    Traceback (most recent call last):
+    ...
+    ValueError: malformed expectation .../page.jsonl:1: missing fields ['bound', 'high', 'low', 'machine', 'side', 'unit', 'value', 'verdict']
+    """
+    names = {f.name for f in fields(Expectation)}
+    out = []
+    text = Path(path).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                msg = f"a JSON object, got {type(data).__name__}"
+                raise TypeError(msg)
+            missing, extra = sorted(names - data.keys()), sorted(data.keys() - names)
+            if missing or extra:
+                msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
+                raise ValueError(msg)
+            out.append(Expectation(**data))
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+            msg = f"malformed expectation {path}:{number}: {exc}"
+            raise ValueError(msg) from exc
+    return out
