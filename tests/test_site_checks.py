@@ -146,8 +146,9 @@ def test_claim_whose_page_ran_without_the_task_fails(monkeypatch):
         measurements.claim_lines(rows)
 
 
-def test_claim_is_judged_against_the_measured_interval(monkeypatch):
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("size …", fast="fast|faster")])
+def test_claim_is_judged_against_the_measured_interval_of_its_own_size(monkeypatch):
+    # A claim names one size: the largest size differs by device, so it is never implied.
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("size 2", fast="fast|faster")])
     rows = _rows(
         ("size 1", "slow", 1.0, 0.99, 1.01),
         ("size 1", "fast", 0.1, 0.099, 0.101),
@@ -155,7 +156,7 @@ def test_claim_is_judged_against_the_measured_interval(monkeypatch):
         ("size 2", "faster", 0.8, 0.79, 0.81),
     )
     text = "\n".join(measurements.claim_lines(rows))
-    assert "1.2× (1.2–1.3) on x86_64 CPU" in text  # the largest size is the one judged
+    assert "1.2× (1.2–1.3) on x86_64 CPU" in text  # size 2's records, not size 1's
     assert text.rstrip().endswith("- no")
 
 
@@ -205,3 +206,59 @@ def test_an_optional_claim_whose_fast_variant_did_not_run_is_not_measured(monkey
     rows = _rows(("t", "slow", 1.0, 0.99, 1.01))
     text = "\n".join(measurements.claim_lines(rows))
     assert "not measured: fast did not run on x86_64 CPU" in text
+
+
+def _write_expectations(app, stem, lines):
+    folder = Path(app.srcdir) / "auto" / "_expectations"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{stem}.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _expectation(verdict_ratio, **kwargs):
+    from effpt.expect import expect
+
+    return expect("x beats y", verdict_ratio, machine="cpu", show=False, **kwargs).to_dict()
+
+
+def test_expectations_load_with_their_page_in_reading_order(app):
+    from effpt_site import expectations
+
+    _write_expectations(app, "plot_a", [json.dumps(_expectation(2.0, above=1.0))])
+    (row,) = expectations.load_expectations(app)
+    assert (row.page, row.docname, row.expectation.verdict) == (
+        "plot_a",
+        "auto/fam/plot_a",
+        "holds here",
+    )
+
+
+def test_expectations_of_an_unknown_page_fail_the_build(app):
+    from effpt_site import expectations
+
+    _write_expectations(app, "plot_gone", [json.dumps(_expectation(2.0, above=1.0))])
+    with pytest.raises(ExtensionError, match="unknown page 'plot_gone'"):
+        expectations.load_expectations(app)
+
+
+def test_a_malformed_expectation_fails_the_build_naming_file_and_line(app):
+    from effpt_site import expectations
+
+    path = _write_expectations(app, "plot_a", ['{"statement": "x"}'])
+    with pytest.raises(ExtensionError, match=rf"{path}:1: missing fields"):
+        expectations.load_expectations(app)
+
+
+def test_the_build_log_ends_with_what_did_not_hold_and_never_fails(app, caplog):
+    from effpt_site import expectations
+
+    lines = [_expectation(2.0, above=1.0), _expectation(0.5, above=1.0)]
+    _write_expectations(app, "plot_a", [json.dumps(e) for e in lines])
+    app.builder = SimpleNamespace(name="html")
+    app.config.language = "en"
+    with caplog.at_level("INFO"):
+        expectations.report(app, None)
+    text = caplog.text
+    assert "2 expectations: 1 hold here, 1 do not, 0 inconclusive" in text
+    assert "did not hold: plot_a: x beats y (expected above 1×, measured 0.5×)" in text

@@ -85,11 +85,11 @@ class Expectation:
     @property
     def measured(self) -> str:
         """The measurement with its interval, e.g. ``'2.3× (2.1–2.5)'`` or ``'41.2 GB/s'``."""
+        value = f"{_number(self.value)}{self.unit if self.unit == '×' else ' ' + self.unit}"
+        if self.low == self.high:  # a quantity without spread: no interval to show
+            return value.rstrip()
         if self.unit == "×":
             return str(Ratio(self.value, self.low, self.high))
-        value = f"{_number(self.value)} {self.unit}".rstrip()
-        if self.low == self.high:
-            return value
         return f"{value} ({_number(self.low)}–{_number(self.high)})"
 
     @property

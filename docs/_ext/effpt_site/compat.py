@@ -73,15 +73,18 @@ def badge_text(runs: list[dict], stem: str, language: str = "en") -> str:
 
     Examples
     --------
-    >>> runs = [{"torch": v, "pages": {"plot_a": {"ok": ok}}}
+    The matrix runs on a CPU: the badge says so, so that a GPU build's page does not
+    read as verified on the GPU it ran on.
+
+    >>> runs = [{"torch": v, "machine": "x86_64 CPU, 2 threads", "pages": {"plot_a": {"ok": ok}}}
     ...         for v, ok in [("2.6.0", True), ("2.13.0", True), ("2.15.0", True)]]
     >>> badge_text(runs, "plot_a")
-    'Verified on torch 2.6.0, 2.13.0 and 2.15.0'
+    'Verified on a CPU with torch 2.6.0, 2.13.0 and 2.15.0'
     >>> badge_text(runs, "plot_a", "zh_CN")
-    '已在 torch 2.6.0、2.13.0 和 2.15.0 上验证'
+    '已在 CPU 上用 torch 2.6.0、2.13.0 和 2.15.0 验证'
     >>> runs[1]["pages"]["plot_a"]["ok"] = False
     >>> badge_text(runs, "plot_a")
-    'Verified on torch 2.6.0 and 2.15.0; failed on 2.13.0'
+    'Verified on a CPU with torch 2.6.0 and 2.15.0; failed on 2.13.0'
     >>> badge_text(runs, "plot_new")
     'Not yet run by the torch matrix'
     """
@@ -98,7 +101,13 @@ def badge_text(runs: list[dict], stem: str, language: str = "en") -> str:
     passed = [v for v, ok in ran if ok]
     failed = [v for v, ok in ran if not ok]
     if passed:
-        text = translate(language, "Verified on torch {versions}", versions=listed(passed))
+        gpu = any("CUDA" in run.get("machine", "") for run in runs if run["torch"] in passed)
+        where = (
+            "Verified on a GPU with torch {versions}"
+            if gpu
+            else "Verified on a CPU with torch {versions}"
+        )
+        text = translate(language, where, versions=listed(passed))
     else:
         text = translate(language, "Not verified on any torch")
     if failed:

@@ -118,6 +118,8 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         os.environ.pop(RECORDS_ENV, None)
         os.environ.pop(EXPECTATIONS_ENV, None)
         _restore_filters(_saved_filters)
+        if fname is not None:
+            _stamp_device_used(gallery_conf, Path(fname).stem)
         return
 
     torch.manual_seed(SEED)
@@ -138,6 +140,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         torch._dynamo.reset()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()  # read after the page: did it use the GPU?
 
     _saved_filters[:] = [tuple(f) for f in warnings.filters]
     apply_warning_policy()
@@ -158,6 +161,21 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
             "machine": describe(),
         }
         (folder / f"{stem}{STAMP_SUFFIX}").write_text(json.dumps(stamp), encoding="utf-8")
+
+
+def _stamp_device_used(gallery_conf: dict[str, Any], stem: str) -> None:
+    """Name the device the page used in its stamp: a GPU build's CPU-only page says CPU.
+
+    A page that allocated no CUDA memory ran on the CPU (the DDP ranks, the data
+    loaders and the TorchScript page pin themselves there), whatever the build has.
+    """
+    path = records_dir(gallery_conf) / f"{stem}{STAMP_SUFFIX}"
+    if not path.is_file() or not torch.cuda.is_available():
+        return
+    stamp = json.loads(path.read_text(encoding="utf-8"))
+    used_cuda = torch.cuda.max_memory_allocated() > 0
+    stamp["machine"] = describe("cuda" if used_cuda else "cpu")
+    path.write_text(json.dumps(stamp), encoding="utf-8")
 
 
 def memory_is_measured() -> bool:

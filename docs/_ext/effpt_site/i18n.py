@@ -44,6 +44,8 @@ MESSAGES: dict[str, dict[str, str]] = {
         "Peak GPU memory allocated by torch: {mib} MiB.": "torch 分配的 GPU 显存峰值：{mib} MiB。",
         "Not executed in this build: {reason}": "本次构建未执行此页：{reason}",
         "Verified on torch {versions}": "已在 torch {versions} 上验证",
+        "Verified on a CPU with torch {versions}": "已在 CPU 上用 torch {versions} 验证",
+        "Verified on a GPU with torch {versions}": "已在 GPU 上用 torch {versions} 验证",
         " (": "（",
         ")": "）",
         "failed on {versions}": "在 {versions} 上失败",

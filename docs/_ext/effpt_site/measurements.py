@@ -92,8 +92,9 @@ class Claim:
     """A speed claim of the source material and the record that tests it like for like.
 
     ``device`` is the device class the source measured on ("cuda", or "cpu" when the
-    source's code ran on the CPU); a build on another device class reports the claim
-    as not comparable. ``promised`` is the speed-up the source reports. ``optional``
+    source's code ran on the CPU) and ``task`` names one size, the same on every
+    device the page runs on; a build whose record of that task ran on another device
+    class reports the claim as not comparable. ``promised`` is the speed-up the source reports. ``optional``
     marks a claim whose fast variant a page records only where it can run (TorchScript's
     fuser fuses on CUDA only); elsewhere the table says it was not measured.
     """
@@ -147,7 +148,7 @@ CLAIMS: list[Claim] = [
         "the Effective PyTorch guide",
         "cuda",
         "plot_batch_gather",
-        "batch gather, batch …",
+        "batch gather, batch 4096",
         "python loop",
         "TorchScript loop",
         1.1,
@@ -157,7 +158,7 @@ CLAIMS: list[Claim] = [
         "the Effective PyTorch guide",
         "cuda",
         "plot_batch_gather",
-        "batch gather, batch …",
+        "batch gather, batch 4096",
         "python loop",
         "flat + offset",
         100.0,
@@ -210,14 +211,6 @@ def _device_class(machine: str) -> str:
     return "cpu"
 
 
-def _resolve_task(rows: list[_Row], claim: Claim) -> str:
-    """A task ending in '…' names the largest (last) task of the page with that prefix."""
-    if not claim.task.endswith("…"):
-        return claim.task
-    tasks = [r.task for r in rows if r.page == claim.page and r.task.startswith(claim.task[:-1])]
-    return tasks[-1] if tasks else claim.task
-
-
 def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
     """A table of the sources' claims, each with this build's speed-up and a verdict."""
 
@@ -245,7 +238,7 @@ def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
         if not page_rows:  # that page was not executed in this build tree
             lines += [*head, f"     - {t('not measured')}", "     - —"]
             continue
-        task = _resolve_task(rows, claim)
+        task = claim.task
         found = {r.variant: r for r in page_rows if r.task == task}
         if not found:
             msg = f"claim {claim.text!r}: no records of {task!r} on {claim.page}"
