@@ -327,7 +327,10 @@ _ = expect(
 # %%
 # Where the wall clock lands beyond the bound and the CPU time within it, the excess is
 # time this process spent waiting for a core, not work that ``Merge`` saved, and the
-# totals above carry the same inflation. Besides the projections, the tiled path pays
+# totals above carry the same inflation. Where the CPU time lands beyond it too, the
+# narrow product did each operation faster than the wide one on this machine (for
+# instance because its smaller input stays in a nearer cache), which no count of the
+# arithmetic can show. Besides the projections, the tiled path pays
 # for its copy, which ``Merge`` never makes, and ``Merge`` pays for an add that the
 # single linear layer did not need. Where the steps add up to the wholes, the parts
 # show where the wall-clock time went; where they do not, the load changed during the
