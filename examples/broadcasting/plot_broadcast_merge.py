@@ -236,7 +236,7 @@ if memory_measured:
 # %%
 # Where the time goes
 # -------------------
-# The count above bounds only the projection's gain. To see what the total is made of,
+# The count above covers only the projections. To see what the total is made of,
 # time each step of both paths at the longest length: the tiled path's copy, its
 # 320-wide projection and its activation; ``Merge``'s 64-wide projection, its
 # once-per-sequence projection of ``b``, and the broadcast add with the activation.
@@ -308,14 +308,14 @@ projection_gain = speedup(
 )
 print(
     f"wall clock: 64 wide ran {projection_gain} as fast as 320 wide, "
-    f"{against_bound(projection_gain.low)} the {flops_ratio:.0f}× the arithmetic allows"
+    f"{against_bound(projection_gain.low)} the {flops_ratio:.0f}× of the arithmetic"
 )
 if device.type == "cpu":
     with torch.no_grad():
         cpu_gain = cpu_seconds(lambda: linear(ab)) / cpu_seconds(lambda: merge.proj_a(a))
     print(
         f"CPU time:   64 wide cost {cpu_gain:.1f}× less than 320 wide, "
-        f"{against_bound(cpu_gain)} the {flops_ratio:.0f}× the arithmetic allows"
+        f"{against_bound(cpu_gain)} the {flops_ratio:.0f}× of the arithmetic"
     )
 _ = expect(
     f"the 64-wide projection runs at most {flops_ratio:.0f}× as fast as the 320-wide one "
@@ -325,12 +325,12 @@ _ = expect(
 )
 
 # %%
-# Where the wall clock lands beyond the bound and the CPU time within it, the excess is
-# time this process spent waiting for a core, not work that ``Merge`` saved, and the
-# totals above carry the same inflation. Where the CPU time lands beyond it too, the
-# narrow product did each operation faster than the wide one on this machine (for
-# instance because its smaller input stays in a nearer cache), which no count of the
-# arithmetic can show. Besides the projections, the tiled path pays
+# Where the wall clock lands beyond the 5× and the CPU time within it, the excess is
+# time the process spent waiting (for a core, or its threads for each other), not work
+# that ``Merge`` saved, and the totals above carry the same inflation. Where the CPU
+# time lands beyond it too, the narrow product did each operation faster than the wide
+# one on this machine (for instance because its smaller input stays in a nearer cache),
+# which no count of the arithmetic can show. Besides the projections, the tiled path pays
 # for its copy, which ``Merge`` never makes, and ``Merge`` pays for an add that the
 # single linear layer did not need. Where the steps add up to the wholes, the parts
 # show where the wall-clock time went; where they do not, the load changed during the
