@@ -333,10 +333,10 @@ _ = expect(
 # which no count of the arithmetic can show. Besides the projections, the tiled path pays
 # for its copy, which ``Merge`` never makes, and ``Merge`` pays for an add that the
 # single linear layer did not need. Where the steps add up to the wholes, the parts
-# show where the wall-clock time went; where they do not, the load changed during the
-# measurement, and this breakdown is inconclusive. The figure shows how both
-# measurements grow with the sequence length; each point is a median, and each whisker
-# spans the first to the third quartile.
+# show where the wall-clock time went; where they do not (the load changed during the
+# measurement, or a step ran differently alone than in its path), this breakdown is
+# inconclusive. The figure shows how both measurements grow with the sequence length;
+# each point is a median, and each whisker spans the first to the third quartile.
 import matplotlib.pyplot as plt
 
 fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
