@@ -299,8 +299,9 @@ assert torch.equal(recompiled(inputs[1]), square_per_dim(inputs[1]))
 # ---------------------------------
 # When :func:`torch.compile` meets Python it cannot capture, such as a branch on a
 # tensor's *value*, it splits the function into several graphs and runs the branch in
-# Python between them: a *graph break*. The result stays correct but each break costs
-# speed. ``torch._dynamo.explain`` reports them without compiling anything.
+# Python between them: a *graph break*. The result stays correct, but each break
+# costs a return to Python and leaves the compiler smaller pieces to optimise.
+# ``torch._dynamo.explain`` reports them without compiling anything.
 
 
 def normalise_if_long(x: torch.Tensor) -> torch.Tensor:
