@@ -256,8 +256,9 @@ for (name, t), row in bandwidth.items():
 # a copy is split over the intra-op threads only above a grain size (32,768 elements
 # for elementwise work on a CPU), and waking them costs microseconds, far more on a
 # busy machine; where that outweighs the work, the all-threads line dips below the
-# one-thread line. A dip in one line only is the threads' doing, not the memory's; the
-# lines under the figure say which thread count moved the copy faster at each size.
+# one-thread line. A dip in the all-threads line alone is the threads' doing, not the
+# memory's; the lines under the figure say which thread count moved the copy faster
+# at each size.
 #
 # The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while
 # the IoU writes one byte for every eight it reads, and on most CPUs a write first

@@ -23,8 +23,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_to
 # purpose therefore catches its warning. This cell catches it and prints it. After
 # that, a small context manager silences exactly these warnings, recognised by their
 # message and by the module that raises them (``torch.jit``), whatever their category,
-# so that any other warning still surfaces. The other pages that call TorchScript use
-# the same context manager and link here.
+# so that any other warning still surfaces. The other pages that call TorchScript
+# catch its warning the same way, by message and module, and link here.
 import contextlib
 import re
 import warnings
