@@ -269,14 +269,15 @@ ax_t.legend(loc="center right", fontsize="small")
 plt.show()
 
 # %%
-# How long a compilation takes depends on more than the function. The first one in a
-# process also sets up the compiler, and a function never compiled on this machine
-# has its code generated and built from scratch; Inductor, the code generator behind
-# :func:`torch.compile`, keeps what it built in an on-disk cache, so the same code
-# need not be built again, even in a new process. :func:`torch.compiler.reset`
-# makes this process forget every compiled function; compiling the 1-D case again
-# then needs the capture and a cache lookup, not a build. The lines below print what
-# each compilation cost here.
+# How long a compilation takes depends on more than the function: the first one in a
+# process also sets up the compiler, and code never built on this machine is built from
+# scratch. Inductor, the code generator behind :func:`torch.compile`, keeps what it
+# built in an on-disk cache, across processes. :func:`torch.compiler.reset` makes this
+# process forget every compiled function; compiling the 1-D case again then needs the
+# capture and a cache lookup, not a build. Where the first compilation already found
+# its code in the cache and the compiler set up (the page ran before on this machine,
+# another page compiled earlier in the process), the two cost about the same; the
+# lines below print both.
 torch.compiler.reset()
 recompiled = torch.compile(square_per_dim)
 start = time.perf_counter()
