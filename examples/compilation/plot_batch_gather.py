@@ -160,23 +160,9 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # that whole rows are picked: it reads and checks each index once per *row* and copies
 # the row in one piece. With rows of one number both check one index per number
 # copied; the wider the rows, the more checks index_select saves. On one thread that
-# is the main difference, so its lead should grow with the width of a row.
-#
-# With more threads a second difference enters. Each CPU kernel decides for itself
-# above which size it splits its work among PyTorch's intra-op threads, and these two
-# decide at different sizes (in torch's source at the time of writing, advanced
-# indexing above 3,000 numbers copied, index_select above 32,768). Waking
-# the threads and waiting for the last one to finish is a fixed cost of microseconds,
-# far more when other programs keep the cores busy. At a width where only one of the
-# two pays it, the ratio shows which kernel woke the pool, not which checks fewer
-# indices. On a GPU the CPU's thread pool plays no part: each variant is a few kernel
-# launches, and at 8,192 rows the launches and Python's share of the call can outweigh
-# the copy, which would flatten the ratio at every width.
-#
-# Below, the same 8,192 rows are picked from tables whose rows are 1 to 256 numbers
-# wide, on one thread and on all of PyTorch's threads. Each of 7 rounds times the two
-# back to back, so that a change in the machine's load hits both alike; the ratio is
-# the median over the rounds, with the rounds' quartiles in brackets.
+# is the main difference, so its lead should grow with the width of a row. The
+# function below picks 8,192 rows both ways; each of 7 rounds times the two back to
+# back, so that a change in the machine's load hits both alike.
 import statistics
 from contextlib import contextmanager
 from functools import partial
@@ -196,7 +182,8 @@ def num_threads(n: int):
 
 
 def index_select_lead(width: int, rounds: int = 7) -> Ratio:
-    """How many times faster index_select picks 8,192 rows than advanced indexing."""
+    """How many times faster index_select picks 8,192 rows than advanced indexing:
+    the median over the rounds, within the rounds' quartiles."""
     wide = make_inputs(1024, width)  # 1024 × 8 = 8,192 rows picked
     ratios = []
     for _ in range(rounds):  # one block of at least 10 ms per variant and round
@@ -211,6 +198,17 @@ def index_select_lead(width: int, rounds: int = 7) -> Ratio:
     return Ratio(median, q1, q3)
 
 
+# %%
+# With more threads a second difference enters. Each CPU kernel decides for itself
+# above which size it splits its work among PyTorch's intra-op threads (in torch's
+# source at the time of writing, advanced indexing above 3,000 numbers copied and
+# index_select above 32,768: with 8,192 rows, only advanced indexing splits at rows 1
+# and 4 numbers wide, both from 16 on). Waking the threads and waiting for the last one
+# is a fixed cost, typically microseconds, far more when other programs keep the cores
+# busy: where only one kernel pays it, the ratio shows which woke the pool, not which
+# checks fewer indices. On a GPU the CPU's pool plays no part, and at 8,192 rows the
+# launches and Python's share of the call can outweigh the copy, flattening the ratio.
+# So the rows are picked on one thread and on all of PyTorch's threads:
 all_threads = torch.get_num_threads()
 # A GPU kernel does not use the CPU's thread pool: one column there.
 thread_counts = sorted({1, all_threads}) if device.type == "cpu" else [all_threads]
@@ -224,7 +222,7 @@ for threads in thread_counts:
 columns = {t: f"{t} thread{'s' if t > 1 else ''}" for t in thread_counts}
 if device.type != "cpu":
     columns = {all_threads: device.type}
-print("index_select's speed over advanced indexing, 8,192 rows picked")
+print("index_select's speed over advanced indexing, 8,192 rows picked (median, quartiles)")
 print(f"{'row width':>12}" + "".join(f"{label:>20}" for label in columns.values()))
 for width in widths:
     print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>20}" for t in thread_counts))

@@ -156,7 +156,7 @@ plt.show()
 # %%
 # The matrix product's steeper climb is an expectation, not a law: caches, vector
 # units and, on several threads, the pool all bend the curves. Over the largest sizes
-# measured, where its arithmetic outweighs its fixed cost, its time should grow faster
+# measured, where its arithmetic should outweigh its fixed cost, its time should grow faster
 # than its operands (16 times the elements, 64 times the arithmetic), and at the
 # largest size it should cost more than five additions:
 from effpt.expect import expect
@@ -224,10 +224,10 @@ plt.show()
 # Above the size from which a kernel splits its work, it hands the pieces to the pool's
 # threads, wakes them and waits for the last one, longer still when other programs keep
 # the cores busy. That is where an all-threads curve above can jump by far more than
-# its work grows; past the jump it falls below the one-thread curve once the split work
-# outweighs the dispatch. For the addition, the first size measured above its
-# threshold is 65,536 elements, a few microseconds of work: there the pool can cost
-# more than it saves. The gap between the two timings estimates the cost of dispatch.
+# its work grows; past the jump it can fall back below the one-thread curve, once the
+# split work outweighs the dispatch. For the addition, the first size measured above
+# its threshold is 65,536 elements, little work to split: there the pool can cost more
+# than it saves. The gap between the two timings estimates the cost of dispatch.
 if len(thread_counts) > 1:
     split = min(s for s in add_sizes if s > 32_768)  # torch's elementwise threshold
     one, every = add_times[1][split], add_times[all_threads][split]
