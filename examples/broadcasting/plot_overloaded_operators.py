@@ -367,10 +367,11 @@ _ = expect(
 # of them carries both spreads (the tables above print them); where a spread is as wide
 # as the difference, that difference is noise. The loops were timed in an earlier cell
 # than their parts, so a change in the machine's load between the two cells shows up in
-# the rest too. Where the rest differs between the loops by more than that, the unbind
-# loop saves more than the cheaper making of the views: the indexing loop costs more
-# beyond its parts when its view and its ``+=`` run in one loop than when each runs
-# apart. The page times nothing finer than these parts;
+# the rest too. Where the rest differs between the loops by more than that, the saving
+# is not just the cheaper making of the views. A positive difference means the indexing
+# loop costs more beyond its parts when its view and its ``+=`` run in one loop than
+# when each runs apart; a negative one means the unbind loop does, and it saves less
+# than its cheaper views alone would. The page times nothing finer than these parts;
 # a profiler of the Python interpreter would be the next tool.
 
 # %%
