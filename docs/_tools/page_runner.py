@@ -259,6 +259,9 @@ def busy_cores(cores: int | None = None, *, at_most_s: float = 1000) -> Iterator
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Each in a session of its own, as the page is: where the kernel shares the CPU
+            # between sessions (autogroup), one session of load would weigh as one process.
+            start_new_session=True,
         )
         for _ in range(count)
     ]
