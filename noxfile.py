@@ -165,12 +165,15 @@ def standins(session: nox.Session) -> None:
 
     The wheel and the reader's environment as in ``nox -s reader``; then each page,
     copied alone into an empty folder, on four stand-ins (docs/_tools/standins.py):
-    one thread only; torch's default kernels (no AVX); AVX2 kernels; every core busy
-    with other work. Each has its own Inductor cache and is probed first to prove it
-    took effect. Fails when a page fails on any stand-in; writes
-    docs/_build/standins/report.json and prints each expectation's verdict per stand-in
-    and which flipped. Options after ``--``: ``-k SUBSTRING`` (pages), ``--only NAME``
-    (stand-ins: one-thread, default-kernels, avx2, busy).
+    one thread only; torch's default kernels (no AVX) at one thread; AVX2 kernels at
+    one thread; this machine's threads with every core busy with other work. Each has
+    its own Inductor cache and is probed first to prove it took effect; the pages that
+    start processes run under spawn, forkserver, fork and fork respectively. The
+    one-thread stand-ins run two pages at a time. Fails when a page fails on any
+    stand-in; writes docs/_build/standins/report.json and prints each expectation's
+    verdict per stand-in (beside this machine's own run from ``nox -s reader``) and
+    which flipped. Options after ``--``: ``-k SUBSTRING`` (pages), ``--only NAME``
+    (stand-ins: one-thread, default-kernels, avx2, busy), ``--serial``.
     """
     python = _reader_python(session)
     session.run(
