@@ -13,13 +13,14 @@ What every run gets:
   when a start method, the warning policy or a warning log is asked for, through a
   small bootstrap that then runs the page as ``__main__`` exactly as ``python`` would);
 * a clean environment: this process's variables without ``PYTHON*``, ``EFFPT_*``,
-  ``VIRTUAL_ENV`` and ``NOX_*`` (nothing of the repository or of nox leaks into the
-  page), plus ``MPLBACKEND=Agg`` and ``OMP_WAIT_POLICY=PASSIVE``, plus what the caller
+  ``VIRTUAL_ENV`` and ``NOX_*`` and without ``PATH`` entries inside the repository
+  (nothing of the repository or of nox leaks into the page), plus ``MPLBACKEND=Agg`` and ``OMP_WAIT_POLICY=PASSIVE``, plus what the caller
   adds;
 * ``EFFPT_EXPECTATIONS_FILE`` naming a file in that folder, so the caller reads the
   page's expectations back (:meth:`PageRun.expectations_file`, then
   ``effpt.expect.read_expectations`` in an interpreter that has effpt);
-* a timeout that ends the page and every process it started (its own session).
+* a timeout that ends the page and every process it started (its own session); so
+  does an interruption of the caller.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -86,9 +88,25 @@ def starts_processes(script: Path) -> bool:
     return bool(STARTS_PROCESSES.search(Path(script).read_text(encoding="utf-8")))
 
 
+def _inside_repo(path: str) -> bool:
+    return Path(path).resolve().is_relative_to(ROOT)
+
+
+def outside_temp_dir() -> Path:
+    """A temporary folder's parent outside the repository (nox points TMPDIR into .nox)."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        if Path(candidate).is_dir() and not _inside_repo(candidate):
+            return Path(candidate)
+    return Path(tempfile.gettempdir())
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment without what must not leak into a page, plus ``extra``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(STRIPPED_PREFIXES)}
+    # nox puts its environment's bin first on PATH: nothing of the repository stays there.
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and not _inside_repo(p)
+    )
     env.update(BASE_ENV)
     env.update(extra or {})
     return env
@@ -198,6 +216,9 @@ def run_page(
             _kill_group(process.pid)
             stdout, stderr = process.communicate()
             returncode = None
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): leave nothing behind
+            _kill_group(process.pid)
+            raise
     return PageRun(
         script, how, returncode, stdout, stderr, time.perf_counter() - began, folder, timeout_s
     )

@@ -39,6 +39,7 @@ import argparse
 import json
 import platform
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -51,6 +52,7 @@ from pathlib import Path
 from page_runner import (
     ROOT,
     busy_cores,
+    outside_temp_dir,
     page_id,
     run_page,
     scripts_matching,
@@ -331,7 +333,9 @@ def main() -> int:
     native = native_column(scripts)
     if native:
         columns["native"] = native
-    work = Path(tempfile.mkdtemp(prefix="effpt-standins-"))
+    # SIGTERM ends the run as Ctrl-C does: the page runner then stops the page and its load.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    work = Path(tempfile.mkdtemp(prefix="effpt-standins-", dir=outside_temp_dir()))
     try:
         columns.update(run_all(chosen, scripts, work, serial=args.serial))
     finally:
