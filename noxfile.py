@@ -105,18 +105,14 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *session.posargs, env=RUN_ENV)
 
 
-@nox.session
-def reader(session: nox.Session) -> None:
-    """The reader's test: each page alone in an empty folder, with only effpt's wheel installed.
+def _reader_python(session: nox.Session) -> Path:
+    """Build and check effpt's wheel; install it alone in an environment outside the repo.
 
-    Builds the wheel and sdist (``python -m build``) and checks them with ``twine
-    check``; installs the wheel under the constraints into a virtual environment of its
-    own, outside the repository; then copies each gallery script alone into an empty
-    folder and runs it with that environment's ``python``, and the pages that start
-    processes under fork, forkserver and spawn. Options after ``--`` go to pytest.
+    Returns that environment's ``python``. Its dependencies are reinstalled only when
+    the constraints or pyproject.toml changed; the wheel itself is always the one just
+    built. Shared by the reader's test and the machine stand-ins.
     """
     _install_tools(session, "release")
-    session.install("-c", str(CONSTRAINTS), *nox.project.dependency_groups(PYPROJECT, "test"))
     dist = Path(session.create_tmp()) / "dist"
     shutil.rmtree(dist, ignore_errors=True)
     session.run("python", "-m", "build", "--outdir", str(dist), str(ROOT))
@@ -129,32 +125,30 @@ def reader(session: nox.Session) -> None:
     python = env_dir / "bin" / "python"
     marker = env_dir / ".effpt-deps"
     key = hashlib.sha256(CONSTRAINTS.read_bytes() + (ROOT / "pyproject.toml").read_bytes())
+    pip = [str(python), "-m", "pip", "install", "--quiet"]
     if not (python.is_file() and marker.is_file() and marker.read_text() == key.hexdigest()):
         session.run("python", "-m", "venv", "--clear", str(env_dir))
-        session.run(
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "-c",
-            str(CONSTRAINTS),
-            str(wheel),
-            external=True,
-        )
+        session.run(*pip, "-c", str(CONSTRAINTS), str(wheel), external=True)
         marker.write_text(key.hexdigest())
-    # The wheel itself is always the one just built.
-    session.run(
-        str(python),
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-deps",
-        "--force-reinstall",
-        str(wheel),
-        external=True,
-    )
+    session.run(*pip, "--no-deps", "--force-reinstall", str(wheel), external=True)
+    return python
+
+
+@nox.session
+def reader(session: nox.Session) -> None:
+    """The reader's test: each page alone in an empty folder, with only effpt's wheel installed.
+
+    Builds the wheel and sdist (``python -m build``) and checks them with ``twine
+    check``; installs the wheel under the constraints into a virtual environment of its
+    own, outside the repository; then copies each gallery script alone into an empty
+    folder and runs it with that environment's ``python``, and the pages that start
+    processes under fork, forkserver and spawn. Each page's expectations land in
+    docs/_build/standins/native for ``nox -s standins``'s report. Options after ``--``
+    go to pytest.
+    """
+    _install_tools(session, "release")
+    session.install("-c", str(CONSTRAINTS), *nox.project.dependency_groups(PYPROJECT, "test"))
+    python = _reader_python(session)
     session.run(
         "pytest",
         str(ROOT / "tests" / "reader"),
@@ -162,6 +156,32 @@ def reader(session: nox.Session) -> None:
         "no:cacheprovider",
         *session.posargs,
         env={**RUN_ENV, "EFFPT_READER_PYTHON": str(python)},
+    )
+
+
+@nox.session(default=False)
+def standins(session: nox.Session) -> None:
+    """Every page as the reader runs it, on stand-ins for machines unlike this one.
+
+    The wheel and the reader's environment as in ``nox -s reader``; then each page,
+    copied alone into an empty folder, on four stand-ins (docs/_tools/standins.py):
+    one thread only; torch's default kernels (no AVX) at one thread; AVX2 kernels at
+    one thread; this machine's threads with every core busy with other work. Each has
+    its own Inductor cache and is probed first to prove it took effect; the pages that
+    start processes run under spawn, forkserver, fork and fork respectively. The
+    one-thread stand-ins run two pages at a time. Fails when a page fails on any
+    stand-in; writes docs/_build/standins/report.json and prints each expectation's
+    verdict per stand-in (beside this machine's own run from ``nox -s reader``) and
+    which flipped. Options after ``--``: ``-k SUBSTRING`` (pages), ``--only NAME``
+    (stand-ins: one-thread, default-kernels, avx2, busy), ``--serial``.
+    """
+    python = _reader_python(session)
+    session.run(
+        str(python),
+        str(DOCS / "_tools" / "standins.py"),
+        *session.posargs,
+        env=RUN_ENV,
+        external=True,
     )
 
 

@@ -18,68 +18,40 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-EXT = ROOT / "docs" / "_ext"
+from page_runner import ROOT, SCRIPTS, run_page
+
 PAGE_TIMEOUT_S = 600
 
-# Runs one page as `python plot_x.py` would, under the site's warning policy, and
-# appends every warning that was shown (not turned into an error) to a JSON-lines file.
-PAGE_RUNNER = r"""
-import json, runpy, sys, warnings
-from effpt_site.hooks import apply_warning_policy
-log_path, script = sys.argv[1], sys.argv[2]
-apply_warning_policy()
-def record(message, category, filename, lineno, file=None, line=None):
-    with open(log_path, "a", encoding="utf-8") as log:
-        log.write(json.dumps({"category": category.__name__, "message": str(message),
-                              "where": f"{filename}:{lineno}"}) + "\n")
-warnings.showwarning = record
-sys.argv = [script]
-runpy.run_path(script, run_name="__main__")
-"""
 
-
-def run_page(script: Path) -> dict:
-    """Run one page in an empty folder; return what happened."""
+def run_page_here(script: Path) -> dict:
+    """Run one page alone in an empty folder with this torch, under the warning policy."""
     with tempfile.TemporaryDirectory(prefix="effpt-compat-") as folder:
         log = Path(folder) / "warnings.jsonl"
-        env = {
-            **os.environ,
-            "MPLBACKEND": "Agg",
-            "PYTHONHASHSEED": "0",
-            "PYTHONPATH": str(EXT),
-        }
-        env.pop("EFFPT_RECORDS_FILE", None)
-        began = time.perf_counter()
-        try:
-            result = subprocess.run(
-                [sys.executable, "-c", PAGE_RUNNER, str(log), str(script)],
-                cwd=folder,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=PAGE_TIMEOUT_S,
-                check=False,
-            )
-            returncode, stdout, stderr = result.returncode, result.stdout, result.stderr
-        except subprocess.TimeoutExpired as exc:
-            returncode, stdout = -1, exc.stdout or ""
-            stderr = f"timed out after {PAGE_TIMEOUT_S} s"
-            stdout = stdout.decode() if isinstance(stdout, bytes) else stdout
-        seconds = time.perf_counter() - began
+        result = run_page(
+            script,
+            Path(folder) / "page",
+            env={"PYTHONHASHSEED": "0"},
+            warning_policy=True,
+            warnings_log=log,
+            timeout_s=PAGE_TIMEOUT_S,
+        )
         warned = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     unique = list({(w["category"], w["message"]): w for w in warned}.values())
+    error = None
+    if result.timed_out:
+        error = f"timed out after {PAGE_TIMEOUT_S} s"
+    elif not result.ok:
+        error = result.stderr[-4000:]
     return {
-        "ok": returncode == 0,
-        "seconds": round(seconds, 1),
+        "ok": result.ok,
+        "seconds": round(result.seconds, 1),
         "warnings": unique,
-        "output": stdout,
-        "error": None if returncode == 0 else stderr[-4000:],
+        "output": result.stdout,
+        "error": error,
     }
 
 
@@ -126,8 +98,8 @@ def main() -> int:
     from effpt.device import describe  # noqa: PLC0415
 
     pages = {}
-    for script in sorted((ROOT / "examples").rglob("plot_*.py")):
-        result = run_page(script)
+    for script in SCRIPTS:
+        result = run_page_here(script)
         status = "ok" if result["ok"] else "FAILED"
         print(f"{script.relative_to(ROOT)}: {status} in {result['seconds']} s")
         if not result["ok"]:

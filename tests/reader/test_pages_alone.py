@@ -12,31 +12,19 @@ from __future__ import annotations
 
 import ast
 import os
-import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from page_runner import ROOT, SCRIPTS, START_METHODS, page_id, run_page, starts_processes
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "examples").rglob("plot_*.py"))
 PYTHON = os.environ.get("EFFPT_READER_PYTHON", "")
 # Spawned workers re-import torch; on a busy 2-core machine a data page took 500 s.
 TIMEOUT_S = 900
-#: Pages whose code starts processes (DataLoader workers, distributed ranks).
-STARTS_PROCESSES = re.compile(r"num_workers\s*=\s*[1-9a-z]|multiprocessing|torch\.distributed")
-START_METHODS = ("fork", "forkserver", "spawn")
-# Runs a page as `python plot_x.py` would, after choosing the start method.
-WITH_START_METHOD = (
-    "import multiprocessing as mp, runpy, sys; mp.set_start_method(sys.argv[1], force=True); "
-    "sys.argv = sys.argv[2:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-)
-
-
-def page_id(path: Path) -> str:
-    return str(path.relative_to(ROOT / "examples"))
+#: Where each page's expectations from this run land, for the stand-ins' report
+#: (nox -s standins prints them as the "native" column).
+NATIVE = ROOT / "docs" / "_build" / "standins" / "native"
 
 
 def imported_roots(script: Path) -> set[str]:
@@ -48,41 +36,6 @@ def imported_roots(script: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             roots.add(node.module.split(".")[0])
     return roots
-
-
-def run_alone(script: Path, folder: Path, *launcher: str) -> subprocess.CompletedProcess:
-    """Copy ``script`` alone into ``folder`` and run it there with the reader's Python."""
-    shutil.copy2(script, folder / script.name)
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("PYTHON", "EFFPT_", "VIRTUAL_ENV", "NOX_"))
-    }
-    env.update(MPLBACKEND="Agg", OMP_WAIT_POLICY="PASSIVE")
-    return subprocess.run(
-        [PYTHON, *launcher, script.name],
-        cwd=folder,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-
-
-def fail_with(script: Path, result: subprocess.CompletedProcess, how: str) -> None:
-    missing = re.search(r"ModuleNotFoundError: No module named '([^']+)'", result.stderr)
-    if missing:
-        pytest.fail(
-            f"{page_id(script)} imports {missing.group(1)!r}, which its install line "
-            "does not provide",
-            pytrace=False,
-        )
-    pytest.fail(
-        f"{page_id(script)} ({how}) exited with {result.returncode}\n"
-        f"--- stderr (last 3000 chars) ---\n{result.stderr[-3000:]}",
-        pytrace=False,
-    )
 
 
 def test_the_reader_environment_has_no_access_to_the_repository():
@@ -113,20 +66,26 @@ def test_page_imports_only_what_its_install_line_provides(script):
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=page_id)
 def test_page_runs_alone_in_an_empty_folder(script, tmp_path):
-    result = run_alone(script, tmp_path)
-    if result.returncode != 0:
-        fail_with(script, result, "python " + script.name)
+    result = run_page(script, tmp_path, python=PYTHON, timeout_s=TIMEOUT_S)
+    NATIVE.mkdir(parents=True, exist_ok=True)
+    (NATIVE / f"{script.stem}.jsonl").write_text(
+        result.expectations_file.read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    if not result.ok:
+        pytest.fail(result.failure(), pytrace=False)
 
 
-WORKER_PAGES = [s for s in SCRIPTS if STARTS_PROCESSES.search(s.read_text(encoding="utf-8"))]
+WORKER_PAGES = [s for s in SCRIPTS if starts_processes(s)]
 
 
+# nox -s standins runs these pages under every start method too (one per stand-in), so
+# CI deselects this test; `nox -s reader` alone still covers all three.
 @pytest.mark.parametrize("method", START_METHODS)
 @pytest.mark.parametrize("script", WORKER_PAGES, ids=page_id)
 def test_page_that_starts_processes_runs_under_each_start_method(script, method, tmp_path):
-    result = run_alone(script, tmp_path, "-c", WITH_START_METHOD, method)
-    if result.returncode != 0:
-        fail_with(script, result, f"start method {method}")
+    result = run_page(script, tmp_path, python=PYTHON, start_method=method, timeout_s=TIMEOUT_S)
+    if not result.ok:
+        pytest.fail(result.failure(), pytrace=False)
 
 
 def test_worker_pages_were_found():
