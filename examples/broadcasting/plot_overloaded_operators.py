@@ -333,12 +333,12 @@ parts = compare(
 )
 per_row = {r.variant: r.median_s / rows for r in parts}
 loop = {name: timings[rows][name].median_s / rows for name in ("m[i] loop", "unbind loop")}
-view = {
+views = {
     "m[i] loop": per_row["[m[r] for r in range(rows)]"],
     "unbind loop": per_row["torch.unbind(m)"],
 }
 add = per_row["+= over ready views"]
-rest = {name: loop[name] - view[name] - add for name in loop}
+rest = {name: loop[name] - views[name] - add for name in loop}
 
 
 def us(seconds):  # a difference of two medians can come out negative
@@ -346,11 +346,11 @@ def us(seconds):  # a difference of two medians can come out negative
 
 
 print(f"\nper row, medians       {'m[i] loop':>13}{'unbind loop':>13}{'difference':>13}")
-for label, pair in (("whole loop", loop), ("making the view", view), ("rest", rest)):
+for label, pair in (("whole loop", loop), ("making the view", views), ("rest", rest)):
     a, b = pair["m[i] loop"], pair["unbind loop"]
     print(f"{label:<23}{us(a):>13}{us(b):>13}{us(a - b):>13}")
 print(f"{'the += alone':<23}{us(add):>13}{us(add):>13}")
-saved, by_views = loop["m[i] loop"] - loop["unbind loop"], view["m[i] loop"] - view["unbind loop"]
+saved, by_views = loop["m[i] loop"] - loop["unbind loop"], views["m[i] loop"] - views["unbind loop"]
 print(
     f"the unbind loop saved {us(saved)} per row; making the views differed by "
     f"{us(by_views)}, the rest by {us(saved - by_views)}\n"
