@@ -6,7 +6,7 @@ A chain of elementwise operations in eager PyTorch runs one kernel per operation
 each kernel reads its inputs from memory and writes its result back. Fusing the chain
 into one kernel reads the inputs once and writes the output once. This page fuses the
 intersection over union (IoU) of boxes with :func:`torch.compile`, checks what
-TorchScript's fuser, which the source of this example used, still does, and measures
+TorchScript's fuser, which the notebook this example comes from used, still does, and measures
 what fusion buys against this machine's memory bandwidth.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_fusing_elementwise_work.py``.
@@ -116,8 +116,8 @@ assert max_error(fused, reference) < 1e-5
 # The notebook fused the IoU with TorchScript and measured 238 µs eager against
 # 40.3 µs fused for 100,000 pairs on a GPU, 5.9× faster. It picked TorchScript's legacy
 # fuser, which current releases no longer use by default: a traced or scripted function
-# now runs under the *profiling* executor, which fuses with NNC after a few calls. On a
-# GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
+# now runs under the *profiling* executor, which fuses with NNC after a few calls. On an
+# NVIDIA GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
 # off by default and would also need an LLVM backend that the standard wheels leave
 # out, so nothing fuses there. TorchScript's deprecation warning is caught around the
 # calls, as :doc:`/auto_examples/compilation/plot_torchscript_to_compile` explains.
@@ -167,15 +167,15 @@ if device.type == "cpu" and not torch._C._llvm_enabled():
 # sphinx_gallery_end_ignore
 
 # %%
-# Where it fused (on a GPU), the timings below include TorchScript; where it did not,
+# Where it fused (on an NVIDIA GPU), the timings below include TorchScript; where it did not,
 # timing it would only time eager PyTorch again, and it is left out.
 #
 # Timing over sizes, on all threads and on one
 # --------------------------------------------
 # Each variant is timed with :func:`effpt.bench.compare` (how it measures:
-# :doc:`/explanations/timing`) from a thousand to a few million box pairs, after a
-# check against the float64 reference at every size. A variant that fails at some size
-# is reported and dropped from the sizes after it.
+# :doc:`/explanations/timing`) from a thousand box pairs to four million (forty
+# million on a CUDA GPU), after a check against the float64 reference at every size. A
+# variant that fails at some size is reported and dropped from the sizes after it.
 #
 # A fused IoU must read two boxes of four float32 numbers and write one number per
 # pair: 36 bytes. As a yardstick, every comparison also times a plain copy that moves
@@ -351,5 +351,5 @@ if len(thread_counts) > 1:
 #   same bytes timed beside it, not by its time alone. Time small sizes on one thread
 #   and on all: waking the intra-op threads can cost more than the work, and a dip
 #   caused by threads is not a cache's.
-# - TorchScript's fuser is legacy: standard CPU wheels do not fuse at all, and on a GPU
-#   it depends on NVRTC at run time.
+# - TorchScript's fuser is legacy: standard CPU wheels do not fuse at all, and on an
+#   NVIDIA GPU it depends on NVRTC at run time.

@@ -2,8 +2,8 @@
 Time PyTorch code so that the numbers mean something
 ====================================================
 
-Every other page in this family claims that one version of some code is faster than
-another, and such claims are only as good as the timing behind them. This page writes a
+Most pages in this family time two versions of some code against each other, and what
+they conclude is only as good as the timing behind it. This page writes a
 correct timer in a dozen lines (warm up, synchronise, repeat, report the median and the
 spread), shows the mistakes it avoids, checks it against PyTorch's own timer, and times
 two formulas for one loss, where only a measurement on your device says which to use.
@@ -249,7 +249,8 @@ timers = {
         stmt="a @ b; sync()", globals=timer_globals, num_threads=threads
     ),
 }
-ours_name = f"effpt.bench.time_callable, {threads} threads"
+threads_label = f"{threads} thread{'s' * (threads > 1)}"
+ours_name = f"effpt.bench.time_callable, {threads_label}"
 samples = {name: [] for name in [*timers, ours_name]}
 for _ in range(4):  # interleaved rounds, so that a change in load hits all three alike
     for name, timer in timers.items():
@@ -260,7 +261,7 @@ for name, t in timings.items():
     print(f"{name:<42} median {format_seconds(t.median):>9}, IQR {format_seconds(t.iqr):>9}")
 
 one_thread, same_threads, ours = timings.values()
-for label, timing in (("1 thread", one_thread), (f"{threads} threads", same_threads)):
+for label, timing in (("1 thread", one_thread), (threads_label, same_threads)):
     ratio = speedup(timing, ours)  # Timer's time / time_callable's time
     outcome = {
         "inconclusive": "no difference beyond the noise",
@@ -409,8 +410,8 @@ for name in ("pdist", "matmul"):
 
 # %%
 # The ``pdist`` form has one specialised operator for the distances and one,
-# ``aten::_pdist_backward``, for their gradient. The matrix-product form spends its
-# time in ``aten::mm`` and in elementwise work on the ``n × n`` matrix, twice as many
+# ``aten::_pdist_backward``, for their gradient. The matrix-product form runs
+# ``aten::mm`` and elementwise work on the ``n × n`` matrix, about twice as many
 # entries as there are pairs. On the notebook's GPU, where a matrix product is the
 # cheapest work there is, that trade won by 8.6×. The two expectations below print
 # the share each operator took of its form's time here. Whether the trade pays on

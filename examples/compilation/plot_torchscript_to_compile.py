@@ -274,10 +274,10 @@ plt.show()
 # scratch. Inductor, the code generator behind :func:`torch.compile`, keeps what it
 # built in an on-disk cache, across processes. :func:`torch.compiler.reset` makes this
 # process forget every compiled function; compiling the 1-D case again then needs the
-# capture and a cache lookup, not a build. Where the first compilation already found
-# its code in the cache and the compiler set up (the page ran before on this machine,
-# another page compiled earlier in the process), the two cost about the same; the
-# lines below print both.
+# capture and a cache lookup, not a build. How much that saves depends on what the
+# first compilation had to do, which differs from run to run and from machine to
+# machine: the lines below print both, and the expectation says whether compiling
+# again was faster here.
 torch.compiler.reset()
 recompiled = torch.compile(square_per_dim)
 start = time.perf_counter()
@@ -302,7 +302,7 @@ assert torch.equal(recompiled(inputs[1]), square_per_dim(inputs[1]))
 # tensor's *value*, it splits the function into several graphs and runs the branch in
 # Python between them: a *graph break*. The result stays correct, but each break
 # costs a return to Python and leaves the compiler smaller pieces to optimise.
-# ``torch._dynamo.explain`` reports them without compiling anything.
+# ``torch._dynamo.explain`` reports them; it captures the graphs but does not compile them.
 
 
 def normalise_if_long(x: torch.Tensor) -> torch.Tensor:
@@ -332,13 +332,15 @@ for v in (torch.full((5,), 0.1), torch.full((5,), 3.0)):
 # ``fullgraph=True`` turns a graph break into an error, which is how to make sure a
 # hot function compiles to a single graph. The error says why the graph broke; recent
 # releases add hints, such as the branchless rewrite used above.
+import textwrap
+
 try:
     torch.compile(normalise_if_long, fullgraph=True)(torch.randn(5))
 except RuntimeError as error:  # torch._dynamo.exc.Unsupported
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     print(type(error).__name__ + ":", lines[0])
     hints = [line for line in lines if line.startswith("Hint:")]
-    print(hints[0][:100] + " ..." if hints else "(no hint in this release's message)")
+    print(textwrap.fill(hints[0], 88) if hints else "(no hint in this release's message)")
 else:
     raise AssertionError("fullgraph=True should have refused the graph break")
 
