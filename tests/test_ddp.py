@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import types
 from datetime import timedelta
@@ -57,6 +58,21 @@ def aborting_rank() -> None:
 
 def unpicklable_rank() -> object:
     return lambda: None
+
+
+def silent_rank() -> int:
+    if os.environ["RANK"] == "1":
+        os._exit(0)  # status 0, and no result
+    return 0
+
+
+def port_message_rank(log: str) -> None:
+    with open(log, "a", encoding="utf-8") as file:
+        file.write(os.environ["RANK"] + "\n")
+    if os.environ["RANK"] == "0":
+        msg = "my own server: address already in use"  # fn's error, not the rendezvous
+        raise RuntimeError(msg)
+    time.sleep(60)
 
 
 # -- tests --------------------------------------------------------------------------------
@@ -238,3 +254,28 @@ def test_the_page_runs_under_torchrun(tmp_path):
     sums = {line.rsplit("weights' sum ", 1)[1] for line in lines}
     assert len(sums) == 1, lines  # one model: the same weights on both ranks
     assert signal.SIGABRT.name not in result.stderr
+
+
+# -- issue 26: errors that name the rank and the cause -------------------------------------
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_rank_that_exits_0_without_a_result_is_named(method):
+    with pytest.raises(DDPWorkerError, match="DDP rank 1 exited with status 0 without a result"):
+        launch(silent_rank, timeout_s=60, start_method=method)
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "cause"),
+    [(lambda: None, (), "lambda"), (all_reduce_rank, (threading.Lock(),), "lock")],
+)
+def test_a_function_spawn_cannot_pickle_is_the_error_shown(fn, args, cause):
+    with pytest.raises(DDPWorkerError, match=rf"(?s)rank 0 could not be started by 'spawn'.*{cause}"):
+        launch(fn, args=args, timeout_s=60, start_method="spawn")
+    assert multiprocessing.active_children() == []
+
+
+def test_an_error_of_fn_that_mentions_address_in_use_is_not_retried(tmp_path):
+    log = tmp_path / "runs.txt"
+    with pytest.raises(DDPWorkerError, match="my own server: address already in use"):
+        launch(port_message_rank, args=(str(log),), timeout_s=60, start_method="fork")
+    assert sorted(log.read_text().split()) == ["0", "1"]  # one attempt: fn ran once per rank
