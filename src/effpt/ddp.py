@@ -18,6 +18,7 @@ program that must never hang needs:
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
@@ -86,6 +87,14 @@ def _rank_main(
     try:
         result = fn(*args)
         payload = pickle.dumps(result)
+        del result
+        # A DistributedDataParallel model sits in reference cycles (its hooks refer to
+        # it), so its Reducer, and through it the process group with gloo's worker and
+        # I/O threads and the TCPStore's, outlive destroy_process_group until the cyclic
+        # garbage collector runs, which may be only while Python shuts down. Collect now,
+        # while the interpreter is whole, so those threads are joined here and none of
+        # them releases a tensor owned by Python during finalization.
+        gc.collect()
     except BaseException:  # noqa: BLE001  (every failure is reported to the parent)
         Path(outdir, f"rank{rank}.err").write_text(traceback.format_exc(), encoding="utf-8")
         sys.exit(1)
