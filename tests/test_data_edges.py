@@ -20,7 +20,7 @@ from effpt import data
 pytestmark = pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
 
 
-class Overdue(Exception):  # noqa: N818  (not an OSError: the code under test must not catch it)
+class Overdue(Exception):
     """The block ran past its deadline."""
 
 
@@ -28,7 +28,7 @@ class Overdue(Exception):  # noqa: N818  (not an OSError: the code under test mu
 def deadline(seconds: int):
     """Fail (instead of hanging the test run) if the block takes longer than ``seconds``."""
 
-    def expire(signum, frame):
+    def expire(_signum, _frame):
         msg = f"still running after {seconds} s"
         raise Overdue(msg)
 
@@ -147,8 +147,8 @@ def test_bad_members_that_share_a_name_are_all_listed(tmp_path):
 
 # -- minor: the 16-bit refusal keeps its words on every path ---------------------------------
 @pytest.mark.parametrize("fmt", ["PNG", "TIFF"])
-def test_a_16_bit_image_is_refused_as_such(tmp_path, fmt):
-    from PIL import Image  # noqa: PLC0415
+def test_a_16_bit_image_is_refused_as_such(fmt):
+    from PIL import Image
 
     buffer = io.BytesIO()
     Image.fromarray(np.full((4, 4), 40000, np.uint16)).save(buffer, fmt)

@@ -242,10 +242,11 @@ def format_seconds(seconds: float) -> str:
         return "0 s"
     for k, (unit, scale) in enumerate(_UNITS):
         value = float(f"{seconds / scale:.3g}")  # round first, then see if the unit fits
+        shown = unit
         if value >= 1000 and k > 0:  # 999.5 µs rounds to 1000 µs: that is 1.00 ms
-            value, unit = value / 1000, _UNITS[k - 1][0]
+            value, shown = value / 1000, _UNITS[k - 1][0]
         if value >= 1 or unit == "ns":
-            return f"{value:.0f} {unit}" if value >= 100 else f"{value:#.3g} {unit}"
+            return f"{value:.0f} {shown}" if value >= 100 else f"{value:#.3g} {shown}"
     raise AssertionError  # pragma: no cover
 
 

@@ -6,7 +6,6 @@ Pillow decodes and draws; it is imported only when an image is read or written.
 from __future__ import annotations
 
 import io
-import os
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -128,7 +127,7 @@ def _is_image_file(path: Path) -> bool:
     if path.is_file():
         return True
     if path.is_symlink() and not path.exists():
-        msg = f"'{path}' is a link to '{os.readlink(path)}', which does not exist"
+        msg = f"'{path}' is a link to '{path.readlink()}', which does not exist"
         raise FileNotFoundError(msg)
     return False
 

@@ -117,7 +117,7 @@ def _member_names(paths: list[Path]) -> list[str]:
         # The folder the path names, not the one a symbolic link points into: a link
         # ds/square/x.png -> store/triangle/0.png is a square. abspath drops "." and
         # ".." without following links.
-        folder = Path(os.path.abspath(path)).parent.name
+        folder = Path(os.path.abspath(path)).parent.name  # noqa: PTH100  (resolve follows links)
         if not folder:
             msg = f"'{path}' has no class folder: files must sit in <root>/<class>/"
             raise ValueError(msg)
