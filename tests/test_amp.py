@@ -65,6 +65,9 @@ def test_checkerboard_task_shapes_and_consistency():
         (lambda: coordinate_grid(3.0, 2), TypeError, "height must be an int, got float"),
         (lambda: checkerboard(8, 8, squares=True), TypeError, "squares must be an int, got bool"),
         (lambda: checkerboard_task(-1), ValueError, "height must be >= 1, got -1"),
+        (lambda: coordinate_grid(2**70, 2), ValueError, r"height must be <= 2\*\*31, got 2\*\*70"),
+        (lambda: checkerboard(4, 10**30), ValueError, r"width must be <= 2\*\*31, got an int"),
+        (lambda: checkerboard_task(2**64), ValueError, r"height must be <= 2\*\*31"),
     ],
 )
 def test_sizes_are_validated(call, error, match):
@@ -104,6 +107,9 @@ def test_flush_fraction_threshold_is_half_the_smallest_subnormal():
         (torch.tensor([1e-9]), float("inf"), ValueError, "scale must be a positive finite"),
         (torch.tensor([1e-9]), float("nan"), ValueError, "scale must be a positive finite"),
         (torch.zeros(3), 1.0, ValueError, "no non-zero element"),
+        (torch.tensor([1e-9]), 10**400, ValueError, r"scale must be .* got an int of 1329 bits"),
+        (torch.tensor([1e-9]), 2**1100, ValueError, r"scale must be .* got 2\*\*1100"),
+        (torch.tensor([1e-9]), "2", TypeError, r"scale must be a real number, got str"),
     ],
 )
 def test_flush_fraction_rejects_bad_input(values, scale, error, match):

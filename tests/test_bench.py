@@ -234,3 +234,70 @@ def test_one_slow_first_call_does_not_shrink_the_blocks():
 
     timing = bench.time_callable(fn, device="cpu", repeats=1, warmup=1)
     assert timing.number > 100  # sized on a fast call, not on the 50 ms one
+
+
+# -- issue 26: one sample decides nothing; numbers print as they round ----------------------
+def test_compare_with_one_repeat_is_inconclusive(capsys):
+    def work():
+        return sum(range(200))
+
+    for _ in range(15):
+        records = bench.compare("same", {"a": work, "b": work}, repeats=1, number=5)
+        out = capsys.readouterr().out
+        assert "inconclusive" in out, out
+        assert "faster" not in out, out
+        assert "slower" not in out, out
+        assert bench.speedup(records[0], records[1]).verdict == "inconclusive"
+
+
+def test_a_ratio_from_one_sample_says_so_and_expect_agrees():
+    from effpt.expect import expect
+
+    slow = bench.Timing(per_call=(2.0,), number=1)
+    fast = bench.Timing(per_call=(1.0,), number=1)
+    r = bench.speedup(slow, fast)
+    assert (r.value, r.single, r.verdict) == (2.0, True, "inconclusive")
+    assert str(r) == "2.0× (one sample)"
+    assert expect("two beats one", r, above=1.5, machine="cpu", show=False).verdict == (
+        "inconclusive"
+    )
+    many = bench.Timing(per_call=(1.0, 1.0, 1.0), number=1)
+    assert (r / bench.speedup(many, many)).single  # a quotient is as single as its parts
+    assert not bench.speedup(bench.Timing((2.0, 2.0, 2.0), 1), many).single
+
+
+@pytest.mark.parametrize(
+    "ratio",
+    [bench.Ratio(2.0, 1.5, float("inf")), bench.Ratio(2.0, 0.0, 3.0), bench.Ratio(0.5, 0.0, 0.9)],
+)
+def test_an_unbounded_interval_is_inconclusive(ratio):
+    assert ratio.verdict == "inconclusive"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0.0009995, "1.00 ms"), (9.9996e-7, "1.00 µs"), (999.5, "1000 s"), (1234.5, "1230 s")],
+)
+def test_format_seconds_never_prints_an_exponent(seconds, text):
+    assert bench.format_seconds(seconds) == text
+
+
+def test_a_faster_ratio_never_prints_its_low_bound_as_one():
+    text = str(bench.Ratio(1.5, 1.0004, 2.0))
+    assert "(1.0004–" in text, text
+    assert str(bench.Ratio(0.8, 0.5, 0.99996)).endswith("–0.99996)")
+
+
+@pytest.mark.parametrize(
+    ("task", "variants", "match"),
+    [
+        (3, {"a": None}, "task must be a str, got int"),
+        ("t", {1: None}, "variant names must be str, got int 1"),
+    ],
+)
+def test_names_that_are_not_strings_are_refused_before_timing(task, variants, match):
+    calls = []
+    variants = dict.fromkeys(variants, lambda: calls.append(1))
+    with pytest.raises(TypeError, match=match):
+        bench.compare(task, variants, repeats=1, show=False)
+    assert calls == []

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import types
+import weakref
 from datetime import timedelta
 from pathlib import Path
 
@@ -57,6 +60,41 @@ def aborting_rank() -> None:
 
 def unpicklable_rank() -> object:
     return lambda: None
+
+
+def _note_collected(path: str) -> None:
+    Path(path).write_text(f"finalizing={sys.is_finalizing()}", encoding="utf-8")
+
+
+def ddp_in_a_cycle_rank(outdir: str) -> int:
+    """Train a DDP model a little and leave it to the cyclic collector, which is off."""
+    gc.disable()  # as when no collection happens to run before the rank exits
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", timeout=timedelta(seconds=30))
+    try:
+        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 4))
+        model(torch.randn(8, 16)).sum().backward()
+        done = weakref.finalize(model, _note_collected, f"{outdir}/rank{dist.get_rank()}")
+        done.atexit = False  # record a collection, not the exit
+        dist.barrier()
+        return dist.get_rank()
+    finally:
+        dist.destroy_process_group()
+
+
+def silent_rank() -> int:
+    if os.environ["RANK"] == "1":
+        os._exit(0)  # status 0, and no result
+    return 0
+
+
+def port_message_rank(log: str) -> None:
+    with open(log, "a", encoding="utf-8") as file:
+        file.write(os.environ["RANK"] + "\n")
+    if os.environ["RANK"] == "0":
+        msg = "my own server: address already in use"  # fn's error, not the rendezvous
+        raise RuntimeError(msg)
+    time.sleep(60)
 
 
 # -- tests --------------------------------------------------------------------------------
@@ -238,3 +276,42 @@ def test_the_page_runs_under_torchrun(tmp_path):
     sums = {line.rsplit("weights' sum ", 1)[1] for line in lines}
     assert len(sums) == 1, lines  # one model: the same weights on both ranks
     assert signal.SIGABRT.name not in result.stderr
+
+
+# -- issue 26: errors that name the rank and the cause -------------------------------------
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_rank_that_exits_0_without_a_result_is_named(method):
+    with pytest.raises(DDPWorkerError, match="DDP rank 1 exited with status 0 without a result"):
+        launch(silent_rank, timeout_s=60, start_method=method)
+    assert multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize(
+    ("fn", "args", "cause"),
+    [(lambda: None, (), "lambda"), (all_reduce_rank, (threading.Lock(),), "lock")],
+)
+def test_a_function_spawn_cannot_pickle_is_the_error_shown(fn, args, cause):
+    with pytest.raises(
+        DDPWorkerError, match=rf"(?s)rank 0 could not be started by 'spawn'.*{cause}"
+    ):
+        launch(fn, args=args, timeout_s=60, start_method="spawn")
+    assert multiprocessing.active_children() == []
+
+
+def test_an_error_of_fn_that_mentions_address_in_use_is_not_retried(tmp_path):
+    log = tmp_path / "runs.txt"
+    with pytest.raises(DDPWorkerError, match="my own server: address already in use"):
+        launch(port_message_rank, args=(str(log),), timeout_s=60, start_method="fork")
+    assert sorted(log.read_text().split()) == ["0", "1"]  # one attempt: fn ran once per rank
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_a_ddp_model_in_a_cycle_is_collected_before_the_rank_exits(tmp_path, method):
+    """issue 26 item 8: the model, its Reducer and the process group (gloo's threads with
+    them) outlived destroy_process_group until the cyclic collector ran, which could be
+    during interpreter shutdown; launch now collects them while Python is whole."""
+    assert launch(ddp_in_a_cycle_rank, args=(str(tmp_path),), start_method=method) == [0, 1]
+    for rank in (0, 1):
+        marker = tmp_path / f"rank{rank}"
+        assert marker.is_file(), f"rank {rank}'s DDP model was never collected"
+        assert marker.read_text() == "finalizing=False"

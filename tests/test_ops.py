@@ -173,9 +173,45 @@ def test_box_iou_rejects_bad_boxes(boxes1, boxes2, error, match):
         box_iou(boxes1, boxes2)
 
 
-def test_box_iou_rejects_non_positive_eps():
-    with pytest.raises(ValueError, match=r"eps must be > 0, got 0\.0"):
-        box_iou(torch.zeros(4), torch.zeros(4), eps=0.0)
+@pytest.mark.parametrize(
+    ("eps", "error", "match"),
+    [
+        (-1e-5, ValueError, r"eps must be a finite number >= 0, got -1e-05"),
+        (float("inf"), ValueError, r"eps must be a finite number >= 0, got inf"),
+        (float("nan"), ValueError, r"eps must be a finite number >= 0, got nan"),
+        ("1e-5", TypeError, r"eps must be a real number, got str"),
+        (True, TypeError, r"eps must be a real number, got bool"),
+    ],
+)
+def test_box_iou_rejects_a_bad_eps_naming_it(eps, error, match):
+    with pytest.raises(error, match=match):
+        box_iou(torch.zeros(4), torch.zeros(4), eps=eps)
+
+
+@pytest.mark.parametrize("side", [1e-3, 1e-6, 1.0, 300.0, 1e6])
+def test_box_iou_of_identical_boxes_is_one_at_every_scale(side):
+    boxes = torch.tensor([[0.5 * side, 0.25 * side, side, side]])
+    iou = box_iou(boxes, boxes).item()
+    assert iou == pytest.approx(1.0, rel=1e-6)
+    assert iou <= 1.0
+    shifted = boxes + torch.tensor([side / 2, 0.0, 0.0, 0.0])
+    assert box_iou(boxes, shifted).item() == pytest.approx(1 / 3, rel=1e-5)  # scale-free
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_box_iou_in_half_precision_does_not_overflow(dtype):
+    boxes = torch.tensor([[10.0, 20.0, 300.0, 300.0], [0.0, 0.0, 1000.0, 500.0]], dtype=dtype)
+    got = box_iou(boxes, boxes)
+    assert got.dtype == dtype
+    assert torch.equal(got, torch.ones(2, dtype=dtype))
+    half = box_iou(boxes[:1], boxes[:1] + torch.tensor([150.0, 0, 0, 0], dtype=dtype))
+    assert half.item() == pytest.approx(1 / 3, abs=2e-3)
+
+
+def test_box_iou_eps_treats_small_unions_as_empty():
+    tiny = torch.tensor([0.0, 0.0, 1e-3, 1e-3])
+    assert box_iou(tiny, tiny, eps=1e-5).item() == 0.0  # a union of 1e-6 counts as empty
+    assert box_iou(tiny, tiny, eps=1e-7).item() == 1.0
 
 
 # -- uniformity_loss ---------------------------------------------------------------------

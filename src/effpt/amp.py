@@ -20,12 +20,27 @@ from effpt._validate import check_float_tensor
 __all__ = ["checkerboard", "checkerboard_task", "coordinate_grid", "float16_flush_fraction"]
 
 
+#: Largest side a grid or checkerboard may have (torch's sizes and memory end long before).
+MAX_SIZE = 2**31
+
+
+def _show_int(value: int) -> str:
+    """An int as the error message shows it: its digits, or its size when it is huge."""
+    if value.bit_length() > 64:
+        exact = f"2**{value.bit_length() - 1}" if value & (value - 1) == 0 else None
+        return exact or f"an int of {value.bit_length()} bits"
+    return str(value)
+
+
 def _check_size(name: str, value: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         msg = f"{name} must be an int, got {type(value).__name__}"
         raise TypeError(msg)
     if value < 1:
-        msg = f"{name} must be >= 1, got {value}"
+        msg = f"{name} must be >= 1, got {_show_int(value)}"
+        raise ValueError(msg)
+    if value > MAX_SIZE:
+        msg = f"{name} must be <= 2**31, got {_show_int(value)}"
         raise ValueError(msg)
 
 
@@ -127,12 +142,19 @@ def float16_flush_fraction(values: torch.Tensor, scale: float = 1.0) -> float:
     >>> float16_flush_fraction(v, scale=0)
     Traceback (most recent call last):
     ...
-    ValueError: scale must be a positive finite number, got 0
+    ValueError: scale must be a positive finite number (a float64), got 0
     """
     check_float_tensor("values", values)
-    scale_ok = isinstance(scale, (int, float)) and not isinstance(scale, bool)
-    if not scale_ok or not (0 < scale < float("inf")):
-        msg = f"scale must be a positive finite number, got {scale!r}"
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)):
+        msg = f"scale must be a real number, got {type(scale).__name__}"
+        raise TypeError(msg)
+    try:
+        factor = float(scale)  # an int past float64's range overflows here
+    except OverflowError:
+        factor = float("inf")
+    if not (0 < factor < float("inf")):
+        shown = _show_int(scale) if isinstance(scale, int) else repr(scale)
+        msg = f"scale must be a positive finite number (a float64), got {shown}"
         raise ValueError(msg)
     # float64 on the CPU: MPS has no float64, and the count needs no accelerator.
     flat = values.detach().reshape(-1).to("cpu", torch.float64)  # (n,)
@@ -140,5 +162,5 @@ def float16_flush_fraction(values: torch.Tensor, scale: float = 1.0) -> float:
     if nonzero.numel() == 0:
         msg = "values holds no non-zero element, so no fraction can be formed"
         raise ValueError(msg)
-    flushed = (nonzero * scale).to(torch.float16) == 0  # (k,)
+    flushed = (nonzero * factor).to(torch.float16) == 0  # (k,)
     return flushed.double().mean().item()

@@ -264,7 +264,8 @@ def compare(
     continue (at least :data:`MIN_REPEATS`) until every variant's spread is within
     ``target_spread`` or ``budget_s`` per variant is spent. ``repeats`` fixes the number
     of rounds instead. ``baseline`` names the variant the others are compared with
-    (default: the first).
+    (default: the first). With ``repeats=1`` each variant has one sample, no spread:
+    every speed-up prints as "(one sample)" and "inconclusive".
     Arguments are checked before anything runs; a variant that raises stops the
     comparison with a :class:`VariantError` naming it. Records are appended to the file
     named by ``$EFFPT_RECORDS_FILE`` when it is set (the site's build sets it).
@@ -288,9 +289,16 @@ def compare(
     ...
     ValueError: repeats must be >= 1, got 0
     """
+    if not isinstance(task, str):
+        msg = f"task must be a str, got {type(task).__name__}"
+        raise TypeError(msg)
     if not variants:
         msg = "variants must name at least one callable, got an empty mapping"
         raise ValueError(msg)
+    for name in variants:
+        if not isinstance(name, str):
+            msg = f"variant names must be str, got {type(name).__name__} {name!r}"
+            raise TypeError(msg)
     baseline = next(iter(variants)) if baseline is None else baseline
     if baseline not in variants:
         msg = f"baseline {baseline!r} is not one of the variants {list(variants)}"

@@ -13,11 +13,12 @@ program that must never hang needs:
 - a rank that raises or dies stops the others at once, and :class:`DDPWorkerError`
   names it and carries its traceback, or the signal that killed it;
 - a rendezvous port that another program takes between being chosen and being bound
-  is retried with a fresh one.
+  is retried with a fresh one (only torch's rendezvous error counts, never ``fn``'s).
 """
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import pickle
@@ -44,6 +45,10 @@ class DDPWorkerError(RuntimeError):
 
 class DDPTimeoutError(TimeoutError):
     """The ranks did not all finish within ``timeout_s``; they were terminated."""
+
+
+class _PortTakenError(DDPWorkerError):
+    """The rendezvous could not listen on the chosen port: another program took it."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -82,6 +87,14 @@ def _rank_main(
     try:
         result = fn(*args)
         payload = pickle.dumps(result)
+        del result
+        # A DistributedDataParallel model sits in reference cycles (its hooks refer to
+        # it), so its Reducer, and through it the process group with gloo's worker and
+        # I/O threads and the TCPStore's, outlive destroy_process_group until the cyclic
+        # garbage collector runs, which may be only while Python shuts down. Collect now,
+        # while the interpreter is whole, so those threads are joined here and none of
+        # them releases a tensor owned by Python during finalization.
+        gc.collect()
     except BaseException:  # noqa: BLE001  (every failure is reported to the parent)
         Path(outdir, f"rank{rank}.err").write_text(traceback.format_exc(), encoding="utf-8")
         sys.exit(1)
@@ -91,7 +104,12 @@ def _rank_main(
 
 
 def _stop(processes: Sequence[Any], grace_s: float = 5.0) -> None:
-    """Terminate, then kill, any of ``processes`` still alive; reap them all."""
+    """Terminate, then kill, any of ``processes`` still alive; reap them all.
+
+    Processes that were never started (a start that failed stops the others) are
+    left alone: joining one would raise and hide why the start failed.
+    """
+    processes = [p for p in processes if getattr(p, "_popen", True) is not None]
     for process in processes:
         if process.is_alive():
             process.terminate()
@@ -110,6 +128,24 @@ def _failure(rank: int, exitcode: int, outdir: str) -> str:
     if exitcode < 0:
         return f"rank {rank} was killed by signal {signal.Signals(-exitcode).name}"
     return f"rank {rank} exited with code {exitcode}"
+
+
+def _port_taken(rank: int, outdir: str, port: int) -> bool:
+    """Whether ``rank`` failed because the rendezvous could not listen on ``port``.
+
+    Only torch's own rendezvous error counts (the last line of the traceback is a
+    ``DistNetworkError`` naming the port as in use): an error of ``fn`` that merely
+    mentions "address already in use" is ``fn``'s, and ``fn`` is not run again.
+    """
+    err = Path(outdir, f"rank{rank}.err")
+    if not err.is_file():
+        return False
+    last = err.read_text(encoding="utf-8").rstrip().rsplit("\n", 1)[-1].lower()
+    return (
+        last.startswith("torch.distributed.distnetworkerror")
+        and f"port: {port}," in last
+        and any(mark in last for mark in _PORT_TAKEN)
+    )
 
 
 def _first_failure(failed: list[tuple[int, int]], outdir: str) -> tuple[int, int]:
@@ -141,8 +177,16 @@ def _launch_once(
         ]
         deadline = time.monotonic() + timeout_s
         try:
-            for process in processes:
-                process.start()
+            for rank, process in enumerate(processes):
+                try:
+                    process.start()
+                except Exception as exc:  # spawn pickles fn and args here
+                    method = context.get_start_method()
+                    msg = (
+                        f"DDP rank {rank} could not be started by {method!r}: "
+                        f"{type(exc).__name__}: {exc} (fn and args must pickle)"
+                    )
+                    raise DDPWorkerError(msg) from exc
             while True:
                 codes = [p.exitcode for p in processes]
                 failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
@@ -151,7 +195,8 @@ def _launch_once(
                     others = [r for r, _ in failed if r != rank]
                     also = f" (then rank(s) {others} failed too)" if others else ""
                     msg = f"DDP {_failure(rank, code, outdir)}{also}"
-                    raise DDPWorkerError(msg)
+                    taken = _port_taken(rank, outdir, port)
+                    raise (_PortTakenError if taken else DDPWorkerError)(msg)
                 if all(c == 0 for c in codes):
                     break
                 left = deadline - time.monotonic()
@@ -171,6 +216,13 @@ def _launch_once(
                     time.sleep(0.01)  # a closed sentinel may precede the exit status
         finally:
             _stop(processes)
+        missing = [r for r in range(world_size) if not Path(outdir, f"rank{r}.pkl").is_file()]
+        if missing:  # fn called os._exit(0), or something killed the rank's Python quietly
+            msg = (
+                f"DDP rank {missing[0]} exited with status 0 without a result "
+                f"(ranks without one: {missing}): did fn call os._exit()?"
+            )
+            raise DDPWorkerError(msg)
         return [
             pickle.loads(Path(outdir, f"rank{rank}.pkl").read_bytes()) for rank in range(world_size)
         ]
@@ -213,10 +265,17 @@ def launch(
     a function defined in a ``__main__`` without a file (a notebook, a sphinx-gallery
     build) needs ``"fork"``, and :class:`ValueError` says so before anything starts.
 
+    ``attempts`` bounds the runs when the rendezvous port was taken between being
+    chosen and being bound: only torch's own rendezvous error
+    (``DistNetworkError``, the port in use) counts, so ``fn`` is never run again
+    because its own error mentions "address already in use".
+
     Raises
     ------
     DDPWorkerError
-        A rank raised or died; the message names it and holds its traceback.
+        A rank raised or died, could not be started (``fn`` or ``args`` do not pickle
+        under spawn or forkserver), or exited with status 0 without a result; the
+        message names the rank and holds its traceback or the cause.
     DDPTimeoutError
         The ranks were still running after ``timeout_s`` seconds; all were terminated.
 
@@ -250,8 +309,7 @@ def launch(
     for attempt in range(1, attempts + 1):
         try:
             return _launch_once(fn, tuple(args), world_size, timeout_s, context, free_port())
-        except DDPWorkerError as exc:
-            port_taken = any(mark in str(exc).lower() for mark in _PORT_TAKEN)
-            if not port_taken or attempt == attempts:
+        except _PortTakenError:
+            if attempt == attempts:
                 raise
     raise AssertionError  # pragma: no cover  (the loop returns or raises)

@@ -225,7 +225,8 @@ def expect(
     value, low, high = _interval(statement, measured)
     for name, x in (("value", value), ("low", low), ("high", high)):
         _check_measured(statement, name, x)
-    single = len(getattr(measured, "per_call", (0, 0))) < 2
+    single = getattr(measured, "single", False) is True  # a Ratio from one sample
+    single = single or len(getattr(measured, "per_call", (0, 0))) < 2
     if machine is None:
         machine = describe()
     verdict = judge(low, high, side, float(bound), single=single)

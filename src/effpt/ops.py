@@ -115,7 +115,7 @@ def batch_gather(input: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return picked.reshape(*index.shape, *input.shape[2:])  # (batch, *k, *rest)
 
 
-def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 1e-5) -> torch.Tensor:
+def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 0.0) -> torch.Tensor:
     """Intersection over union of boxes given as ``(x, y, width, height)``.
 
     The two box tensors broadcast against each other, so matched pairs (shapes
@@ -128,12 +128,17 @@ def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 1e-5) ->
     boxes1, boxes2 : torch.Tensor
         Floating-point tensors of shape ``(..., 4)`` that broadcast together.
     eps : float
-        Lower bound on the union's area, so that two empty boxes give 0, not NaN.
+        A union of area at most ``eps`` counts as empty and gives 0 (two empty boxes
+        give 0, not NaN). The default 0 treats only an empty union so: IoU does not
+        depend on scale, and a fixed floor would turn two identical boxes of side
+        1e-3 into 0.1. Give a positive value only in your coordinates' units.
 
     Returns
     -------
     torch.Tensor
-        The IoU in ``[0, 1]``, of the broadcast shape without the last dimension.
+        The IoU in ``[0, 1]``, of the broadcast shape without the last dimension, in
+        the boxes' dtype. float16 and bfloat16 boxes are computed in float32 (the area
+        of a 300 × 300 box overflows float16).
 
     Examples
     --------
@@ -143,6 +148,12 @@ def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 1e-5) ->
     tensor([0.1429, 0.0000])
     >>> box_iou(a[:, None], b[None]).shape   # every box of a against every box of b
     torch.Size([2, 2])
+    >>> box_iou(a * 1e-3, b * 1e-3)   # the same at any scale
+    tensor([0.1429, 0.0000])
+    >>> box_iou(a, b, eps="1e-5")
+    Traceback (most recent call last):
+    ...
+    TypeError: eps must be a real number, got str
     >>> box_iou(a, b[:, :2])
     Traceback (most recent call last):
     ...
@@ -167,16 +178,23 @@ def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 1e-5) ->
             f"and {tuple(boxes2.shape)}"
         )
         raise ValueError(msg) from None
-    if not eps > 0:
-        msg = f"eps must be > 0, got {eps!r}"
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)):
+        msg = f"eps must be a real number, got {type(eps).__name__}"
+        raise TypeError(msg)
+    if not (math.isfinite(eps) and eps >= 0):
+        msg = f"eps must be a finite number >= 0, got {eps!r}"
         raise ValueError(msg)
-    x1, y1, w1, h1 = boxes1.unbind(-1)
-    x2, y2, w2, h2 = boxes2.unbind(-1)
+    dtype = torch.promote_types(boxes1.dtype, boxes2.dtype)
+    work = torch.float32 if torch.finfo(dtype).bits < 32 else dtype  # areas overflow float16
+    x1, y1, w1, h1 = boxes1.to(work).unbind(-1)
+    x2, y2, w2, h2 = boxes2.to(work).unbind(-1)
     inter_w = (torch.minimum(x1 + w1, x2 + w2) - torch.maximum(x1, x2)).clamp(min=0)
     inter_h = (torch.minimum(y1 + h1, y2 + h2) - torch.maximum(y1, y2)).clamp(min=0)
     inter = inter_w * inter_h
     union = w1 * h1 + w2 * h2 - inter
-    return inter / union.clamp(min=eps)
+    empty = union <= eps
+    iou = inter / torch.where(empty, 1, union)  # no 0 / 0 where the union is empty
+    return torch.where(empty, 0, iou.clamp(max=1)).to(dtype)  # (x + w) - x may pass w
 
 
 def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:

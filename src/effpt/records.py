@@ -58,6 +58,10 @@ class Ratio:
     ``value`` is the ratio of the medians; ``low`` divides the slow variant's first
     quartile by the fast one's third, ``high`` the other way round. When the interval
     contains 1 the two cannot be told apart on this evidence: "inconclusive".
+    ``single`` is True when a side rests on one sample: its quartiles are its median,
+    so the interval has no width that means anything, and the verdict is
+    "inconclusive" whatever the value (as it is for an interval without a finite,
+    positive bound). :func:`effpt.expect.expect` reads ``single`` too.
 
     Examples
     --------
@@ -74,16 +78,27 @@ class Ratio:
     ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
     >>> str(Ratio(1.69, 1.01, 2.02))  # faster: the low bound is not rounded down to 1.0
     '1.7× (1.01–2.0)'
+    >>> r = Ratio(1.8, 1.8, 1.8, single=True)  # e.g. compare(..., repeats=1)
+    >>> str(r), r.verdict
+    ('1.8× (one sample)', 'inconclusive')
 
     """
 
     value: float
     low: float
     high: float
+    single: bool = False
 
     @property
     def verdict(self) -> str:
-        """'faster' or 'slower' when the whole interval says so, else 'inconclusive'."""
+        """'faster' or 'slower' when the whole interval says so, else 'inconclusive'.
+
+        Always 'inconclusive' for a ratio from one sample or an interval that is not
+        bounded by finite positive numbers.
+        """
+        bounded = all(math.isfinite(v) and v > 0 for v in (self.low, self.high))
+        if self.single or not bounded:
+            return "inconclusive"
         if self.low > 1:
             return "faster"
         if self.high < 1:
@@ -115,8 +130,8 @@ class Ratio:
 
     def _bound(self, bound: float, decimals: int) -> str:
         """A bound, with more decimals only if rounding would make a decisive one touch 1."""
-        while self.verdict != "inconclusive" and decimals < 3 and round(bound, decimals) == 1:
-            decimals += 1
+        while self.verdict != "inconclusive" and round(bound, decimals) == 1 and decimals < 17:
+            decimals += 1  # a decisive bound is never printed as 1
         return f"{bound:.{decimals}f}"
 
     def __truediv__(self, other: Ratio) -> Ratio:
@@ -128,7 +143,7 @@ class Ratio:
         Examples
         --------
         >>> Ratio(4.0, 3.0, 5.0) / Ratio(2.0, 1.5, 2.5)
-        Ratio(value=2.0, low=1.2, high=3.3333333333333335)
+        Ratio(value=2.0, low=1.2, high=3.3333333333333335, single=False)
         >>> Ratio(4.0, 3.0, 5.0) / 2
         Traceback (most recent call last):
         ...
@@ -137,30 +152,43 @@ class Ratio:
         if not isinstance(other, Ratio):
             msg = f"a Ratio divides only by a Ratio, got {type(other).__name__}"
             raise TypeError(msg)
-        return Ratio(self.value / other.value, self.low / other.high, self.high / other.low)
+        return Ratio(
+            self.value / other.value,
+            self.low / other.high,
+            self.high / other.low,
+            single=self.single or other.single,
+        )
 
     def __str__(self) -> str:
         if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
             return "n/a"
+        if self.single:
+            return f"{self.value:.{max(1, 1 - math.floor(math.log10(self.value)))}f}× (one sample)"
         d = self.decimals()
         return f"{self.value:.{d}f}× ({self._bound(self.low, d)}–{self._bound(self.high, d)})"
 
 
-def _quartiles_of(x: Any) -> tuple[float, float, float]:
-    """(q1, median, q3) of a Record or of anything with ``q1``, ``median`` and ``q3``."""
+def _quartiles_of(x: Any) -> tuple[float, float, float, int | None]:
+    """(q1, median, q3, samples) of a Record or of anything with ``q1``, ``median``, ``q3``.
+
+    ``samples`` is the number of repeats behind them, or None where unknown.
+    """
     if isinstance(x, Record):
-        return x.q1_s, x.median_s, x.q3_s
+        return x.q1_s, x.median_s, x.q3_s, x.repeats
     try:
-        return float(x.q1), float(x.median), float(x.q3)
+        quartiles = float(x.q1), float(x.median), float(x.q3)
     except AttributeError:
         msg = f"expected a Timing or a Record, got {type(x).__name__}"
         raise TypeError(msg) from None
+    per_call = getattr(x, "per_call", None)
+    return (*quartiles, None if per_call is None else len(per_call))
 
 
 def speedup(slow: Any, fast: Any) -> Ratio:
     """How many times faster ``fast`` ran than ``slow``: a :class:`Ratio` with its interval.
 
-    Each argument is an :class:`effpt.bench.Timing` or a :class:`Record`.
+    Each argument is an :class:`effpt.bench.Timing` or a :class:`Record`. If either
+    rests on a single sample, the Ratio is ``single`` and its verdict "inconclusive".
 
     Examples
     --------
@@ -177,11 +205,12 @@ def speedup(slow: Any, fast: Any) -> Ratio:
     ...
     TypeError: expected a Timing or a Record, got str
     """
-    s_q1, s_med, s_q3 = _quartiles_of(slow)
-    f_q1, f_med, f_q3 = _quartiles_of(fast)
+    s_q1, s_med, s_q3, s_n = _quartiles_of(slow)
+    f_q1, f_med, f_q3, f_n = _quartiles_of(fast)
+    single = any(n is not None and n < 2 for n in (s_n, f_n))
     if min(s_q1, s_med, s_q3, f_q1, f_med, f_q3) <= 0:  # a zero time has no ratio
-        return Ratio(math.nan, math.nan, math.nan)
-    return Ratio(s_med / f_med, s_q1 / f_q3, s_q3 / f_q1)
+        return Ratio(math.nan, math.nan, math.nan, single=single)
+    return Ratio(s_med / f_med, s_q1 / f_q3, s_q3 / f_q1, single=single)
 
 
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
@@ -196,6 +225,8 @@ def format_seconds(seconds: float) -> str:
     ('23.8 µs', '19.4 ms', '2.50 s')
     >>> format_seconds(0.9995), format_seconds(0.09996), format_seconds(0.0)
     ('1.00 s', '100 ms', '0 s')
+    >>> format_seconds(0.0009995), format_seconds(999.5), format_seconds(1234.5)
+    ('1.00 ms', '1000 s', '1230 s')
     >>> format_seconds(float("nan"))
     Traceback (most recent call last):
     ...
@@ -209,10 +240,13 @@ def format_seconds(seconds: float) -> str:
         raise ValueError(msg)
     if seconds == 0:
         return "0 s"
-    for unit, scale in _UNITS:
+    for k, (unit, scale) in enumerate(_UNITS):
         value = float(f"{seconds / scale:.3g}")  # round first, then see if the unit fits
+        shown = unit
+        if value >= 1000 and k > 0:  # 999.5 µs rounds to 1000 µs: that is 1.00 ms
+            value, shown = value / 1000, _UNITS[k - 1][0]
         if value >= 1 or unit == "ns":
-            return f"{value:.3g} {unit}" if value >= 100 else f"{value:#.3g} {unit}"
+            return f"{value:.0f} {shown}" if value >= 100 else f"{value:#.3g} {shown}"
     raise AssertionError  # pragma: no cover
 
 

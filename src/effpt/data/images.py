@@ -105,19 +105,31 @@ def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
         warnings.simplefilter("always")
         try:
             with Image.open(io.BytesIO(data)) as image:
-                if image.mode in WIDE_MODES:  # convert("RGB") would clip them to 0..255
-                    msg = f"{where}: a {image.mode} image cannot be read as 8-bit RGB without loss"
-                    raise CorruptItemError(msg)
-                pixels = np.array(image.convert("RGB"))  # (height, width, 3), a writable copy
+                wide = image.mode if image.mode in WIDE_MODES else None
+                if wide is None:  # convert("RGB") would clip a wide mode to 0..255
+                    pixels = np.array(image.convert("RGB"))  # (height, width, 3), a copy
         except Image.DecompressionBombError as exc:
             msg = f"{where}: over Pillow's limit of PIL.Image.MAX_IMAGE_PIXELS ({exc})"
             raise CorruptItemError(msg) from exc
         except (OSError, ValueError, SyntaxError) as exc:  # what Pillow raises for bad bytes
             msg = f"{where}: not a readable image ({exc})"
             raise CorruptItemError(msg) from exc
+    if wide is not None:  # raised here, not in the try: it is not "not a readable image"
+        msg = f"{where}: a {wide} image cannot be read as 8-bit RGB without loss"
+        raise CorruptItemError(msg)
     for warning in caught:
         warnings.warn(f"{where}: {warning.message}", warning.category, stacklevel=2)
     return torch.from_numpy(pixels).permute(2, 0, 1).contiguous()  # (3, height, width)
+
+
+def _is_image_file(path: Path) -> bool:
+    """Whether ``path`` is a file (through links); a link to nothing raises, naming it."""
+    if path.is_file():
+        return True
+    if path.is_symlink() and not path.exists():
+        msg = f"'{path}' is a link to '{path.readlink()}', which does not exist"
+        raise FileNotFoundError(msg)
+    return False
 
 
 class ImageFolder(Dataset):
@@ -130,7 +142,9 @@ class ImageFolder(Dataset):
     module-level function). A file that is not an image, or whose pixels 8-bit RGB
     would clip (16-bit or float images), raises :class:`~effpt.data.CorruptItemError`,
     an exception from ``transform`` a
-    :class:`~effpt.data.TransformError`; both name the file.
+    :class:`~effpt.data.TransformError`; both name the file. An image file that is a
+    symbolic link to nothing raises :class:`FileNotFoundError` naming the link and
+    its target when the dataset is built, instead of being left out.
 
     Examples
     --------
@@ -163,7 +177,7 @@ class ImageFolder(Dataset):
             (str(path), label)
             for label, name in enumerate(self.classes)
             for path in sorted((root / name).iterdir())
-            if path.suffix.lower() in IMAGE_SUFFIXES and path.is_file()
+            if path.suffix.lower() in IMAGE_SUFFIXES and _is_image_file(path)
         ]
         if not self.samples:
             msg = f"image folder '{root}' holds no images laid out as <root>/<class>/<image>"

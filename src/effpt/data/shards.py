@@ -65,6 +65,8 @@ class SkippedItem(NamedTuple):
 
     ``member`` is the member skipped, or None when the rest of ``shard`` was lost (a
     shard cut short or damaged: ``message`` names the last member read before it).
+    ``position`` is the member's place among the shard's files (0 for the first), so
+    that members sharing a name are told apart; None with ``member``.
     """
 
     epoch: int
@@ -72,6 +74,7 @@ class SkippedItem(NamedTuple):
     shard: str
     member: str | None
     message: str
+    position: int | None = None
 
 
 class ShardStream(IterableDataset):
@@ -132,16 +135,20 @@ class ShardStream(IterableDataset):
         if not self.shards:
             msg = "shards must list at least one tar file, got an empty list"
             raise ValueError(msg)
+        seen: dict[tuple[int, int], int] = {}  # (device, inode): the same file, however named
         for k, shard in enumerate(self.shards):
-            if shard in self.shards[:k]:
-                msg = f"shard '{shard}' is listed twice: its items would arrive twice"
-                raise ValueError(msg)
             if Path(shard).is_dir():
                 msg = f"shard '{shard}' is a directory, not a tar file"
                 raise IsADirectoryError(msg)
             if not Path(shard).is_file():
                 msg = f"shard '{shard}' does not exist"
                 raise FileNotFoundError(msg)
+            stat = Path(shard).stat()
+            first = self.shards[seen.setdefault((stat.st_dev, stat.st_ino), k)]
+            if seen[stat.st_dev, stat.st_ino] != k:
+                also = "" if first == shard else f" (as '{first}' and as '{shard}')"
+                msg = f"shard '{shard}' is listed twice{also}: its items would arrive twice"
+                raise ValueError(msg)
         self.classes = tuple(classes)
         if not self.classes or len(set(self.classes)) != len(self.classes):
             msg = f"classes must be distinct folder names, got {self.classes}"
@@ -172,7 +179,9 @@ class ShardStream(IterableDataset):
     def skipped(self, epoch: int | None = None) -> list[SkippedItem]:
         """What workers and the main process skipped so far, or in ``epoch``, in order.
 
-        A damaged shard shared by several workers is listed once per epoch.
+        Each bad member and each damaged shard is listed once per epoch (members that
+        share a name count apart, by position; a damaged shard shared by several
+        workers, or an epoch read twice, does not add entries).
         """
         records = []
         for path in sorted(Path(self._log_dir).glob("*.jsonl")):
@@ -181,8 +190,9 @@ class ShardStream(IterableDataset):
                     records.append(SkippedItem(**json.loads(line)))
         seen, unique = set(), []
         for record in sorted(records, key=lambda r: (r.epoch, r.worker)):  # stable
-            if (record.epoch, record.shard, record.member) not in seen:
-                seen.add((record.epoch, record.shard, record.member))
+            key = (record.epoch, record.shard, record.member, record.position)
+            if key not in seen:
+                seen.add(key)
                 unique.append(record)
         return [r for r in unique if epoch is None or r.epoch == epoch]
 
@@ -226,7 +236,7 @@ class ShardStream(IterableDataset):
         self, shard: str, stride: int, offset: int, epoch: int, worker: int
     ) -> Iterator[tuple[torch.Tensor, int, str] | SkippedItem]:
         members = iter_members(shard, stride, offset)
-        while True:
+        for position in range(offset, 2**63, stride):  # the positions iter_members yields
             try:
                 name, data = next(members)
             except StopIteration:
@@ -237,7 +247,7 @@ class ShardStream(IterableDataset):
             try:
                 image, label, key = self._decode(shard, name, data)
             except CorruptItemError as exc:
-                yield self._skip(exc, epoch, worker, shard, name)
+                yield self._skip(exc, epoch, worker, shard, name, position)
                 continue
             if self.transform is not None:  # outside the try: its errors are its own
                 where = f"shard '{shard}', member '{name}'"
@@ -258,11 +268,17 @@ class ShardStream(IterableDataset):
         return image, self.classes.index(label_name), f"{label_name}/{member.stem}"
 
     def _skip(
-        self, exc: CorruptItemError, epoch: int, worker: int, shard: str, member: str | None
+        self,
+        exc: CorruptItemError,
+        epoch: int,
+        worker: int,
+        shard: str,
+        member: str | None,
+        position: int | None = None,
     ) -> SkippedItem:
         if not self.skip_bad:
             raise exc
-        record = SkippedItem(epoch, worker, shard, member, str(exc))
+        record = SkippedItem(epoch, worker, shard, member, str(exc), position)
         log = Path(self._log_dir) / f"pid-{os.getpid()}.jsonl"
         with log.open("a", encoding="utf-8") as file:  # one write per line: whole lines
             file.write(json.dumps(record._asdict()) + "\n")

@@ -53,7 +53,14 @@ def write_tar_shards(
     Traceback (most recent call last):
     ...
     ValueError: shard sizes [3, 3] add up to 6, but 5 paths were given
+
+    A file reached through a symbolic link is packed with the link's name and class
+    folder (and the target's bytes): a dataset of links into a content store keeps
+    its labels.
     """
+    if isinstance(paths, (str, Path)):
+        msg = f"paths must be a list of files, got the single path {str(paths)!r}"
+        raise TypeError(msg)
     paths = [Path(p) for p in paths]
     if not paths:
         msg = "paths must list at least one file, got an empty list"
@@ -107,7 +114,10 @@ def _member_names(paths: list[Path]) -> list[str]:
         if not path.is_file():
             msg = f"'{path}' is not a file"
             raise FileNotFoundError(msg)
-        folder = path.resolve().parent.name
+        # The folder the path names, not the one a symbolic link points into: a link
+        # ds/square/x.png -> store/triangle/0.png is a square. abspath drops "." and
+        # ".." without following links.
+        folder = Path(os.path.abspath(path)).parent.name  # noqa: PTH100  (resolve follows links)
         if not folder:
             msg = f"'{path}' has no class folder: files must sit in <root>/<class>/"
             raise ValueError(msg)
@@ -137,7 +147,12 @@ def iter_members(
     regular file (a link, a device), which the caller reports. A shard that is damaged,
     cut short, or does not end with an end-of-archive marker raises
     :class:`~effpt.data.CorruptItemError` naming the shard and the last member
-    read intact, after the members before the damage have been yielded.
+    read intact, after the members before the damage have been yielded. So does a
+    member whose header declares more data than the file holds, at its header, in
+    every reader (skipping it would otherwise read on for as long as the size says),
+    and a shard that holds no member at all (a file of zero bytes, or only an
+    end-of-archive marker: :func:`write_tar_shards` never writes one, so it is a
+    copy that failed or a file allocated and never written).
 
     Examples
     --------
@@ -154,6 +169,11 @@ def iter_members(
     Traceback (most recent call last):
     ...
     effpt.data.errors.CorruptItemError: shard '...cut.tar' stops after member '...' ...
+    >>> _ = cut.write_bytes(bytes(10 * 512))  # zeros only: an archive without members
+    >>> list(iter_members(cut))
+    Traceback (most recent call last):
+    ...
+    effpt.data.errors.CorruptItemError: shard '...cut.tar' holds no member: ...
     """
     check_int("stride", stride, 1)
     if check_int("offset", offset, 0) >= stride:
@@ -162,6 +182,7 @@ def iter_members(
     last: str | None = None  # the last member whose header was read
     position, end, stage = 0, 0, "header"
     with Path(shard).open("rb") as raw:
+        size = os.fstat(raw.fileno()).st_size
         try:
             with tarfile.open(fileobj=raw, mode="r|") as tar:  # "r|": a stream, no seeking
                 members = iter(tar)
@@ -171,6 +192,14 @@ def iter_members(
                     if member is None:
                         break
                     last = member.name
+                    if member.offset_data + member.size > size:
+                        msg = (
+                            f"shard '{shard}' is truncated or damaged at member "
+                            f"'{member.name}' (its header declares {member.size} bytes of "
+                            f"data, but the file holds {max(0, size - member.offset_data)} "
+                            "after it)"
+                        )
+                        raise CorruptItemError(msg)
                     if member.isdir():
                         continue
                     mine, position = position % stride == offset, position + 1
@@ -184,6 +213,12 @@ def iter_members(
             msg = f"shard '{shard}' is truncated or damaged {where} ({exc})"
             raise CorruptItemError(msg) from exc
         problem = _end_of_archive_problem(raw, end)
+    if last is None and not problem:
+        msg = (
+            f"shard '{shard}' holds no member: only zero bytes ({size}), an end-of-archive "
+            "marker and nothing before it (a copy that failed, or a file never written)"
+        )
+        raise CorruptItemError(msg)
     if problem:
         msg = (
             f"shard '{shard}' stops {_after(last)} without an end-of-archive marker "
