@@ -290,8 +290,8 @@ if __name__ == "__main__":
 # The tar format saves the opening of one file per image, and the line above prints what
 # opening and reading the 256 files costs here. Where that is small against an epoch's
 # median in the table (files on a local disk, in the page cache), the tar format has
-# little to save; it earns its keep where opening a file is expensive, as on network
-# file systems and object stores. Persistent workers save the start-up of the workers
+# little to save, and parsing the archive can cost more than it saves; it earns its
+# keep where opening a file is expensive, as on network file systems and object stores. Persistent workers save the start-up of the workers
 # every epoch, which counts most when an epoch is short compared with that start-up.
 #
 # A damaged shard
