@@ -227,11 +227,11 @@ _ = expect(f"{low_name} autocast makes a checkerboard step faster than float32",
 # On a CPU the intra-op thread pool splits each large operation over the cores. The
 # split pays only above a size that differs per operator and machine, a 16-bit kernel
 # may split better or worse than a float32 one, and where other processes occupy the
-# cores every operation waits for its slowest thread. So on a CPU the same two steps
-# are timed again on one thread (the number of threads is restored afterwards); if the
-# two verdicts differ, the thread pool decided the first one, not the arithmetic. A
-# GPU's kernels do not use these threads.
-if device.type == "cpu":
+# cores every operation waits for its slowest thread. So on a CPU with several
+# threads the same two steps are timed again on one thread (the number of threads is
+# restored afterwards); if the two verdicts differ, the thread pool decided the first
+# one, not the arithmetic. A GPU's kernels do not use these threads.
+if device.type == "cpu" and torch.get_num_threads() > 1:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -245,6 +245,8 @@ if device.type == "cpu":
         above=1.0,
         machine=machine_1,
     )
+elif device.type == "cpu":
+    print("this run has one thread: the timing above is the one-thread timing")
 else:
     print(f"one-thread timing: CPU only, not run on {device.type}")
 
@@ -337,16 +339,16 @@ for n in counts:
                 table = events.table(sort_by=key, row_limit=8, max_name_column_width=34)
     finally:
         torch.set_num_threads(threads)
-print(f"{low_name} autocast, 3 steps with {threads} threads on {describe(device)}:")
+print(f"{low_name} autocast, 3 steps on {describe(device)}:")
 print(table)
 
 # %%
 # The kinds side by side, in milliseconds per step (the profiler adds a little time of
 # its own to every operator); on a CPU, at this machine's threads and at one:
-print(f"{'':<17}" + "".join(f"{n:>17}" for n in per_kind))
+print(f"{'':<17}" + "".join(f"{n:>19}" for n in per_kind))
 for kind in [*KINDS, "other"]:
-    print(f"{kind:<17}" + "".join(f"{k[kind]:>17.2f}" for k in per_kind.values()))
-print(f"{'total':<17}" + "".join(f"{sum(k.values()):>17.2f}" for k in per_kind.values()))
+    print(f"{kind:<17}" + "".join(f"{k[kind]:>19.2f}" for k in per_kind.values()))
+print(f"{'total':<17}" + "".join(f"{sum(k.values()):>19.2f}" for k in per_kind.values()))
 
 # sphinx_gallery_start_ignore
 assert all(sum(k.values()) > 0 for k in per_kind.values()), per_kind
