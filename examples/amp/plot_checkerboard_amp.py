@@ -230,7 +230,12 @@ _ = expect(f"{low_name} autocast makes a checkerboard step faster than float32",
 # cores every operation waits for its slowest thread. So on a CPU with several
 # threads the same two steps are timed again on one thread (the number of threads is
 # restored afterwards); if the two verdicts differ, the thread pool decided the first
-# one, not the arithmetic. A GPU's kernels do not use these threads.
+# one, not the arithmetic. A GPU's kernels do not use these threads. The first line
+# says how busy this machine was with other work (where the OS reports it).
+import os
+
+if hasattr(os, "getloadavg"):
+    print(f"load average, last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 if device.type == "cpu" and torch.get_num_threads() > 1:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
