@@ -14,10 +14,11 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_au
 # %%
 # Which device, which 16-bit type
 # -------------------------------
-# On a CUDA GPU autocast uses float16, whose products run fast on tensor cores; this
-# page uses float16 on Apple's MPS too. On a CPU it uses bfloat16, CPU autocast's
-# default type: it has float32's exponent range, so it trades precision, not range. :func:`effpt.device.autocast_dtype` makes
-# that choice; the line below says which one this build took.
+# On a CUDA GPU autocast uses float16, whose products run on tensor cores where the GPU
+# has them; this page uses float16 on Apple's MPS too. On a CPU it uses bfloat16, CPU
+# autocast's default type: it has float32's exponent range, so it trades precision,
+# not range. :func:`effpt.device.autocast_dtype` makes that choice; the line below says
+# which one this build took.
 import torch
 
 from effpt.device import autocast_dtype, describe, pick_device

@@ -210,12 +210,16 @@ if __name__ == "__main__" and not LAUNCHER:
 # other ranks as soon as one fails; it also raises that rank's traceback here,
 # terminates every rank after a deadline, and retries a port another program took.
 # The ranks start by spawn, fresh interpreters that import ``main`` from this file.
-# A notebook or the docs build has no file to import, so there they start by fork;
-# a forked rank cannot use CUDA once this process has, so then they run on the CPU.
+# Without a file to import (a notebook, this site's build) they start by fork, where the
+# OS has it (:doc:`/explanations/workers` says why); a forked rank cannot use CUDA once
+# this process has, so then they run on the CPU.
+from multiprocessing import get_all_start_methods
+
 from effpt.ddp import launch
 
 if LAUNCHER:
-    method = "spawn" if "__file__" in globals() else "fork"
+    has_file, has_fork = "__file__" in globals(), "fork" in get_all_start_methods()
+    method = "spawn" if has_file or not has_fork else "fork"
     use_cuda = method == "spawn" or not torch.cuda.is_initialized()
     results = launch(main, args=(use_cuda,), world_size=2, timeout_s=120, start_method=method)
     for r in results:

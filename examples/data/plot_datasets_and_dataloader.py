@@ -12,10 +12,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_da
 """
 
 # %%
-# Everything that runs sits under ``if __name__ == "__main__":``, and classes sit
-# outside it. Worker processes started by *spawn* or *forkserver* (macOS, Windows,
-# Linux from Python 3.14) import this script to find the classes; the guard keeps them
-# from running the page again. :doc:`/explanations/workers` explains why.
+# Like every script that starts workers, this page keeps its work under
+# ``if __name__ == "__main__":`` and its classes outside it (:doc:`/explanations/workers`
+# says why, and how a worker gets its copy of the dataset under each start method).
 import torch
 
 from effpt.device import describe, pick_device
@@ -206,6 +205,7 @@ if __name__ == "__main__":
 import math
 
 from effpt.bench import compare, speedup
+from effpt.expect import expect
 
 if __name__ == "__main__":
     shape = (256, 3, 224, 224)  # (batch, 3, height, width)
@@ -223,8 +223,11 @@ if __name__ == "__main__":
         )
         for r in copies:
             print(f"{r.variant}: {pageable.nbytes / r.median_s / 1e9:.1f} GB/s")
-        ratio = speedup(copies[0], copies[1])
-        print(f"pinned over pageable: {ratio}, {ratio.verdict}")
+        expect(
+            "a copy from pinned memory beats one from pageable memory",
+            speedup(copies[0], copies[1]),
+            above=1.0,
+        )
         batch, _ = next(iter(DataLoader(dataset, batch_size=32, pin_memory=True)))
         print("a batch from DataLoader(pin_memory=True) is pinned:", batch.is_pinned())
     else:
@@ -234,12 +237,13 @@ if __name__ == "__main__":
 # Loading in worker processes
 # ---------------------------
 # With ``num_workers=2`` two processes read and collate batches while the main process
-# consumes them. Each worker gets its own copy of the dataset. Under *spawn* and
-# *forkserver* the copy travels by pickle and the worker imports ``ImageFiles`` from this
-# script's file; this site's build and a notebook run the page without a file to import,
-# so there the workers are started by *fork*, which copies the parent's memory instead.
-# One epoch each way, timed with :func:`effpt.bench.compare`:
-START = None if "__file__" in globals() else "fork"  # None: the platform's default
+# consumes them. Each worker gets its own copy of the dataset. One epoch each way, timed
+# with :func:`effpt.bench.compare` (:doc:`/explanations/timing` says how it measures):
+from multiprocessing import get_all_start_methods
+
+# fork where this runs without a file to import (a notebook, this site's build) and the
+# OS has fork; None elsewhere: the platform's default
+START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
 
 
 def make_loader(dataset: Dataset, num_workers: int, **kwargs) -> DataLoader:
@@ -256,8 +260,7 @@ if __name__ == "__main__":
     )
     for r in records:
         print(f"{r.variant}: {len(dataset) / r.median_s:,.0f} images/s")
-    gain = speedup(records[0], records[1])
-    print(f"num_workers=2 over num_workers=0: {gain}, {gain.verdict}")
+    expect("two workers load an epoch faster than none", speedup(records[0], records[1]), above=1.0)
 
 # sphinx_gallery_start_ignore
 if __name__ == "__main__":
@@ -269,11 +272,11 @@ if __name__ == "__main__":
 # processes, and when an epoch is long enough to repay starting the workers (a fresh
 # start every epoch, by default). With two workers and two idle cores the ideal is twice
 # the rate of one process. The verdict above is what this machine measured: where it
-# says "slower", the decoding the two workers shared out saved less time than they cost:
+# does not hold, the decoding the two workers shared out saved less time than they cost:
 # starting them, shipping their batches back, and, where fewer than two cores are idle
 # (the first output line gives this machine's thread count), competing with the main
-# process and each other for the cores there are. The next page measures throughput
-# against the number of workers, and the options that cut the overhead.
+# process and each other for the cores there are. :doc:`plot_streaming_tar_shards`
+# measures the rate against the number of workers, and an option that cuts the start-up.
 if __name__ == "__main__":
     workdir.cleanup()
 

@@ -11,10 +11,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ra
 """
 
 # %%
-# How workers get their copies is explained in :doc:`/explanations/workers`. As that
-# page explains too, a script that starts workers keeps its work under
-# ``if __name__ == "__main__":`` and the classes and functions the workers need outside
-# it, where the workers can import them; so does this page.
+# Like every script that starts workers, this page keeps its work under
+# ``if __name__ == "__main__":`` and what the workers need outside it
+# (:doc:`/explanations/workers` says why, and how workers get their copies).
 import torch
 
 from effpt.device import describe, pick_device
@@ -74,9 +73,11 @@ if __name__ == "__main__":
 # copy of ``crops``, generator state included (copied by *fork*, pickled by *spawn* and
 # *forkserver*: the bug does not depend on the start method). We compare the draws index
 # by index: the ``k``-th offset worker 0 drew against the ``k``-th offset worker 1 drew.
-# (Under *spawn* and *forkserver* the workers import ``RandomCrops`` from this script's
-# file; this site's build and a notebook have no file to import, so there they fork.)
-START = None if "__file__" in globals() else "fork"  # None: the platform's default
+from multiprocessing import get_all_start_methods
+
+# fork where this runs without a file to import (a notebook, this site's build) and the
+# OS has fork; None elsewhere: the platform's default
+START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
 
 
 def offsets_by_worker(dataset: Dataset, **loader_args) -> tuple[torch.Tensor, torch.Tensor]:
