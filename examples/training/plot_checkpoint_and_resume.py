@@ -98,7 +98,7 @@ def train(run: SimpleNamespace, first: int, last: int) -> list[float]:
 # ----------------------------
 # The generators are state too. Torch's CPU generator also seeds each DataLoader pass;
 # each GPU has its own. NumPy's state holds an array, which ``weights_only`` loading
-# (next sections) refuses, so it is stored as a list.
+# (below) refuses, so it is stored as a list.
 def rng_state() -> dict:
     name, key, pos, has_gauss, gauss = np.random.get_state()  # noqa: NPY002
     state = {
