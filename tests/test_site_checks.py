@@ -262,3 +262,15 @@ def test_the_build_log_ends_with_what_did_not_hold_and_never_fails(app, caplog):
     text = caplog.text
     assert "2 expectations: 1 hold here, 1 do not, 0 inconclusive" in text
     assert "did not hold: plot_a: x beats y (expected above 1×, measured 0.5×)" in text
+
+
+def test_a_claim_timed_on_its_source_device_too_is_judged_there(monkeypatch):
+    # A GPU build times the guide's CPU claim on the CPU as well: that record is scored.
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cpu")])
+    cpu_rows = _rows(("t", "slow", 1.0, 0.99, 1.01), ("t", "fast", 0.1, 0.099, 0.101))
+    gpu_rows = _rows(("t", "slow", 0.01, 0.0099, 0.0101), ("t", "fast", 0.01, 0.0099, 0.0101))
+    for row in gpu_rows:
+        row.machine = "NVIDIA H100 (CUDA 12.8) · torch 2.13.0"
+    text = "\n".join(measurements.claim_lines(cpu_rows + gpu_rows))
+    assert "10.0× (9.8–10.2) on x86_64 CPU" in text
+    assert "not comparable" not in text

@@ -16,6 +16,7 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_fi
 # model it as ``g(x, w) = w0·x² + w1·x + w2`` and look for the ``w`` that makes ``g``
 # match the samples. :func:`effpt.device.pick_device` picks a GPU when there is one (set
 # ``EFFPT_DEVICE=cpu`` to choose yourself), and the first line printed says what ran.
+# The noise is drawn on the CPU and then moved, so every device fits the same samples.
 import torch
 
 from effpt.device import describe, pick_device
@@ -25,7 +26,7 @@ device = pick_device()
 print(describe(device))
 
 x = torch.linspace(-1.0, 1.0, steps=200, device=device)  # (200,)
-y = 5 * x**2 + 3 + 0.1 * torch.randn(x.shape, device=device)  # (200,)
+y = 5 * x**2 + 3 + 0.1 * torch.randn(x.shape).to(device)  # (200,), noise drawn on the CPU
 print(f"{x.numel()} samples, x from {x.min().item():.0f} to {x.max().item():.0f}")
 
 # %%

@@ -19,7 +19,8 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_mo
 # Moving the module afterwards is safe, unlike the ``.to()`` that loses a leaf on
 # :doc:`the autograd page <plot_autograd>`: :meth:`Module.to() <torch.nn.Module.to>`
 # moves each parameter's data in place, so every parameter stays the same leaf tensor,
-# the one an optimizer will be given. The data are noisy samples of ``y = 5x + 3``.
+# the one an optimizer will be given. The data are noisy samples of ``y = 5x + 3``, the
+# noise drawn on the CPU and moved, so that every device fits the same samples.
 import torch
 
 from effpt.device import describe, pick_device
@@ -40,7 +41,7 @@ class Line(torch.nn.Module):
 
 
 x = torch.arange(100, device=device) / 100  # (samples,)
-y = 5 * x + 3 + 0.1 * torch.randn(100, device=device)  # (samples,)
+y = 5 * x + 3 + 0.1 * torch.randn(100).to(device)  # (samples,), noise drawn on the CPU
 line = Line().to(device)
 for name, p in line.named_parameters():
     print(f"{name}: requires_grad={p.requires_grad}, is_leaf={p.is_leaf}, on {p.device.type}")

@@ -3,9 +3,10 @@ Broadcast tensors without copies and without silent bugs
 ========================================================
 
 Broadcasting lets two tensors of different shapes meet in one operation without
-copying either of them. It saves memory, time and lines of code, and it hides bugs
-that no error message will point at. This page shows the rules and what a broadcast
-operand costs in memory, then the two classic bugs and the habits that catch them.
+copying either of them. It saves the memory and the work of a tiled copy and lines of
+code, and it hides bugs that no error message will point at. This page shows the rules
+and what a broadcast operand costs in memory, then the two classic bugs and the habits
+that catch them.
 :doc:`plot_broadcast_merge` puts the rules to work in a layer and measures the gain.
 
 To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_broadcasting.py``.

@@ -77,10 +77,11 @@ assert max_error(iou(boxes1, boxes2), reference) < 1e-5
 # torch.compile: one fused kernel
 # -------------------------------
 # :func:`torch.compile` captures the function and its code generator (Inductor) emits
-# one loop, C++ on a CPU and Triton on a GPU, that computes the whole expression per
-# box pair. ``dynamic=True`` asks for code that works for any number of boxes, so one
-# compilation serves every size measured below. ``run_and_get_code``, an internal
-# helper of Inductor, returns the generated source; the fused kernels are listed by name.
+# one loop, C++ on a CPU, Triton on an NVIDIA GPU and Metal on Apple silicon, that
+# computes the whole expression per box pair. ``dynamic=True`` asks for code that works
+# for any number of boxes, so one compilation serves every size measured below.
+# ``run_and_get_code``, an internal helper of Inductor, returns the generated source;
+# every kernel it defines is listed by name.
 import re
 import time
 
@@ -95,9 +96,14 @@ iou_compiled = torch.compile(iou, dynamic=True)
 start = time.perf_counter()
 fused, sources = run_and_get_code(iou_compiled, boxes1, boxes2)
 compile_s = time.perf_counter() - start
-kernels = sorted(set(re.findall(r"\b(cpp_fused_\w+|triton_\w+_fused_\w+)", "\n".join(sources))))
+source = "\n".join(sources)
+# Each kernel is defined as `name = async_compile.<cpp_pybinding|triton|metal>(...)`
+# (or, on Apple silicon with older releases, `name = compile_mps_shader(...)`).
+kernels = re.findall(r"^(\w+) = (?:async_compile\.\w+|compile_mps_shader)\(", source, re.MULTILINE)
 print(f"compiling took {format_seconds(compile_s)}; generated kernels: {kernels}")
 print(f"max difference from the reference: {max_error(fused, reference):.1e}")
+if device.type == "cpu":
+    print(f"the C++ loop opens an OpenMP parallel region: {'#pragma omp parallel' in source}")
 
 # sphinx_gallery_start_ignore
 assert len(kernels) == 1, kernels
@@ -113,9 +119,9 @@ assert max_error(fused, reference) < 1e-5
 # now runs under the *profiling* executor, which fuses with NNC after a few calls. On a
 # GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
 # off by default and would also need an LLVM backend that the standard wheels leave
-# out, so nothing fuses there. TorchScript is deprecated
-# (:doc:`plot_torchscript_to_compile`); its warnings are silenced, by message and
-# module, around the calls. Count the fusion groups in the optimised graph:
+# out, so nothing fuses there. TorchScript's deprecation warning is caught around the
+# calls, as :doc:`/auto_examples/compilation/plot_torchscript_to_compile` explains.
+# Count the fusion groups in the optimised graph:
 import contextlib
 import warnings
 
@@ -164,18 +170,22 @@ if device.type == "cpu" and not torch._C._llvm_enabled():
 # Where it fused (on a GPU), the timings below include TorchScript; where it did not,
 # timing it would only time eager PyTorch again, and it is left out.
 #
-# Timing over sizes
-# -----------------
-# Each variant is timed with :func:`effpt.bench.compare` from a thousand to a few
-# million box pairs, after a check against the float64 reference at every size. A
-# variant that fails at some size is reported and dropped from the sizes after it.
+# Timing over sizes, on all threads and on one
+# --------------------------------------------
+# Each variant is timed with :func:`effpt.bench.compare` (how it measures:
+# :doc:`/explanations/timing`) from a thousand to a few million box pairs, after a
+# check against the float64 reference at every size. A variant that fails at some size
+# is reported and dropped from the sizes after it.
 #
 # A fused IoU must read two boxes of four float32 numbers and write one number per
 # pair: 36 bytes. As a yardstick, every comparison also times a plain copy that moves
-# as many bytes (18 read, 18 written per pair): a copy runs as fast as memory allows,
-# and memory is faster while the data still fits in the processor's caches. Timing
-# the copy together with the variants, rather than once for the whole page, exposes
-# it to the same load of this shared machine.
+# as many bytes (18 read, 18 written per pair), in the same comparison as the variants
+# so that a change in the machine's load falls on it too. On a CPU, PyTorch splits an
+# operation over its intra-op threads only above a size, and a compiled loop may start
+# its threads on every call, so each size is timed twice there: on all of PyTorch's
+# threads, then on one (:func:`torch.set_num_threads`, restored afterwards). The
+# thread count is part of the global state that :func:`torch.compile` guards on, so
+# the first one-thread call compiles the function once more, in the untimed warm-up.
 from effpt.bench import compare
 
 sizes = (
@@ -183,12 +193,15 @@ sizes = (
     if device.type == "cuda"
     else [10**3, 10**4, 10**5, 10**6, 4 * 10**6]
 )
+threads = torch.get_num_threads()
+thread_counts = [threads, 1] if device.type == "cpu" and threads > 1 else [threads]
+print("timed on", " and on ".join(f"{t} thread{'s' * (t > 1)}" for t in thread_counts))
 variants = {"eager": iou, "torch.compile": iou_compiled}
 if torchscript_error is None and groups > 0:
     variants["TorchScript fuser"] = iou_traced
 bytes_per_pair = (2 * 4 + 1) * 4
 
-records = {}  # (variant, size) -> Record
+records = {}  # (variant, size, threads) -> Record
 with torchscript_quietly():
     for n in sizes:
         a, b = make_boxes(n)
@@ -205,53 +218,72 @@ with torchscript_quietly():
         dst = torch.empty_like(src)
         timed = {name: (lambda fn=fn, a=a, b=b: fn(a, b)) for name, fn in variants.items()}
         timed["copy, same bytes"] = lambda src=src, dst=dst: dst.copy_(src)
-        for record in compare(f"box IoU, {n:,} pairs", timed, device=device, show=n == 10**5):
-            records[record.variant, n] = record
+        for t in thread_counts:
+            torch.set_num_threads(t)
+            task = f"box IoU, {n:,} pairs" + ("" if t == threads else f", {t} thread")
+            show = n == 10**5 and t == threads
+            for record in compare(task, timed, device=device, show=show):
+                records[record.variant, n, t] = record
+        torch.set_num_threads(threads)
 
 # sphinx_gallery_start_ignore
 new_graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"] - graphs_before
-assert new_graphs == 1, f"torch.compile captured {new_graphs} graphs for {len(sizes)} sizes"
+assert new_graphs == len(thread_counts), (new_graphs, thread_counts)  # one per thread count
 # sphinx_gallery_end_ignore
 
 # %%
-# The table above is the notebook's size, 100,000 pairs.
+# The table above is the notebook's size, 100,000 pairs, on all threads.
 #
 # Time against memory bandwidth
 # -----------------------------
 # The 36 bytes per pair divided by the time give an *effective* bandwidth: what the
 # variant would need to move if it moved only what a fused kernel must (eager really
 # moves far more, which is the point). For the copy it is its true bandwidth.
-bandwidth = {}  # variant -> {size: bytes per second}
-for (name, n), record in records.items():
-    bandwidth.setdefault(name, {})[n] = bytes_per_pair * n / record.median_s
+bandwidth = {}  # (variant, threads) -> {size: bytes per second}
+for (name, n, t), record in records.items():
+    bandwidth.setdefault((name, t), {})[n] = bytes_per_pair * n / record.median_s
 
-print(f"{'GB/s at pairs':>18}" + "".join(f"{n:>11,}" for n in sizes))
-for name, row in bandwidth.items():
+print(f"{'GB/s at pairs':>26}" + "".join(f"{n:>11,}" for n in sizes))
+for (name, t), row in bandwidth.items():
     cells = [f"{row[n] / 1e9:.1f}" if n in row else "" for n in sizes]
-    print(f"{name:>18}" + "".join(f"{c:>11}" for c in cells))
+    print(f"{f'{name}, {t} thr':>26}" + "".join(f"{c:>11}" for c in cells))
 
 # %%
-# On the left, time per call with each measurement's interquartile range: flat at
-# small sizes, where the fixed cost of running operations dominates, then rising in
-# proportion to the size, where moving the bytes dominates. On the right, the same
-# measurements as effective bandwidth. When the data outgrows a cache, the copy's
-# line falls and stays lower, and a fused kernel bound by memory falls with it: a fall
-# in both is the memory's doing, not the kernel's (a single point off its line is more
-# likely this shared machine's noise). The copy is a yardstick, not a ceiling: it
-# writes as many bytes as it reads, while the IoU writes one byte for every eight it
-# reads, and on most CPUs a write first reads the memory it replaces.
+# On the left, time per call with its interquartile range; on the right, effective
+# bandwidth; solid lines ran on all threads, dashed ones on one. Two things bend these
+# lines. *Caches*: where the bytes outgrow one, memory slows the copy on both thread
+# counts, and a fused kernel bound by memory with it. *Threads*: an eager operation or
+# a copy is split over the intra-op threads only above a grain size (32,768 elements
+# for elementwise work on a CPU), and waking them costs microseconds, far more on a
+# busy machine; where that outweighs the work, the all-threads line dips below the
+# one-thread line. A dip in the all-threads line alone is the threads' doing, not the
+# memory's; the lines under the figure say which thread count moved the copy faster
+# at each size.
+#
+# The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while
+# the IoU writes one byte for every eight it reads, and on most CPUs a write first
+# reads the memory it replaces.
 import matplotlib.pyplot as plt
 
+from effpt.bench import speedup
+
 fig, (ax_time, ax_bw) = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
-for name in bandwidth:
-    ns = [n for n in sizes if (name, n) in records]
-    rec = [records[name, n] for n in ns]
-    style = {"color": "gray", "linestyle": ":"} if name.startswith("copy") else {}
+colors = {name: f"C{i}" for i, name in enumerate(variants)} | {"copy, same bytes": "gray"}
+for name, t in bandwidth:
+    ns = [n for n in sizes if (name, n, t) in records]
+    rec = [records[name, n, t] for n in ns]
+    style = {"color": colors[name], "linestyle": "-" if t == threads else "--"}
     yerr = [[r.median_s - r.q1_s for r in rec], [r.q3_s - r.median_s for r in rec]]
     ax_time.errorbar(
-        ns, [r.median_s for r in rec], yerr=yerr, marker="o", capsize=3, label=name, **style
+        ns,
+        [r.median_s for r in rec],
+        yerr=yerr,
+        marker="o",
+        capsize=3,
+        label=f"{name}, {t} thr",
+        **style,
     )
-    ax_bw.plot(ns, [bandwidth[name][n] / 1e9 for n in ns], marker="o", **style)
+    ax_bw.plot(ns, [bandwidth[name, t][n] / 1e9 for n in ns], marker="o", **style)
 ax_time.set(xscale="log", yscale="log", xlabel="box pairs", ylabel="time per call (s)")
 ax_time.set_title("Box IoU: time per call")
 ax_bw.set(xscale="log", xlabel="box pairs", ylabel="effective bandwidth (GB/s)")
@@ -259,28 +291,54 @@ ax_bw.set_title("36 bytes per pair / time")
 fig.legend(loc="outside right upper", fontsize="small")
 plt.show()
 
+if len(thread_counts) > 1:
+    for n in sizes:
+        ratio = speedup(records["copy, same bytes", n, threads], records["copy, same bytes", n, 1])
+        print(f"copy of {18 * n / 1e3:,.0f} kB: one thread vs {threads}: {ratio} ({ratio.verdict})")
+
 # %%
 # The notebook's figures against this machine
 # --------------------------------------------
 # The notebook timed 100,000 pairs on a GPU: 238 µs eager, 40.3 µs with TorchScript's
 # fuser, 5.9× faster. Below, the smallest size, the notebook's and the largest, each
-# speed-up with its interval and verdict. At the smallest size both versions pay
-# mostly fixed costs, and the compiled function adds its own (checking its guards,
-# calling the generated code), so fusion need not win there.
-from effpt.bench import speedup
+# speed-up over eager with its interval and verdict, per thread count. At the smallest
+# size both versions pay mostly fixed costs. The compiled function adds its own: a
+# check of its guards and a call into the generated code. On a CPU, where the
+# compilation cell printed that the C++ loop opens an OpenMP parallel region, it opens
+# it on every call, whatever the size, while eager's operations stay on the calling
+# thread below the grain size; with several threads each compiled call then wakes the
+# others. Where the page ran on several threads, the last expectation says what that
+# cost here.
+from effpt.expect import expect
 
-for n in (sizes[0], 10**5, sizes[-1]):
-    line = f"{n:>11,} pairs: eager {format_seconds(records['eager', n].median_s)}"
-    for name in variants:
-        if name != "eager" and (name, n) in records:
-            ratio = speedup(records["eager", n], records[name, n])
-            line += (
-                f"; {name} {format_seconds(records[name, n].median_s)}, {ratio} ({ratio.verdict})"
-            )
-    print(line)
+for t in thread_counts:
+    for n in (sizes[0], 10**5, sizes[-1]):
+        line = f"{t} thr, {n:>9,} pairs: eager {format_seconds(records['eager', n, t].median_s)}"
+        for name in variants:
+            if name != "eager" and (name, n, t) in records:
+                ratio = speedup(records["eager", n, t], records[name, n, t])
+                line += f"; {name} {format_seconds(records[name, n, t].median_s)}, {ratio} ({ratio.verdict})"
+        print(line)
 largest = sizes[-1]
-share = bandwidth["torch.compile"][largest] / bandwidth["copy, same bytes"][largest]
-print(f"{largest:,} pairs: torch.compile reaches {share:.0%} of the copy's bandwidth")
+share = (
+    bandwidth["torch.compile", threads][largest] / bandwidth["copy, same bytes", threads][largest]
+)
+print(
+    f"{largest:,} pairs, {threads} thr: torch.compile reaches {share:.0%} of the copy's bandwidth"
+)
+
+for t in thread_counts:
+    expect(
+        f"torch.compile beats eager on the box IoU of 100,000 pairs, {t} thread{'s' * (t > 1)}",
+        speedup(records["eager", 10**5, t], records["torch.compile", 10**5, t]),
+        above=1.0,
+    )
+if len(thread_counts) > 1:
+    expect(
+        f"the compiled IoU of {sizes[0]:,} pairs runs faster on 1 thread than on {threads}",
+        speedup(records["torch.compile", sizes[0], threads], records["torch.compile", sizes[0], 1]),
+        above=1.0,
+    )
 
 # %%
 # Summary
@@ -290,7 +348,8 @@ print(f"{largest:,} pairs: torch.compile reaches {share:.0%} of the copy's bandw
 # - :func:`torch.compile` fuses such chains on CPU and GPU; with ``dynamic=True`` one
 #   compilation serves every size. Report its compile time apart from its run time.
 # - Judge a kernel bound by memory by its effective bandwidth against a copy of the
-#   same bytes timed beside it, not by its time alone: both slow down when the data
-#   outgrows the caches.
+#   same bytes timed beside it, not by its time alone. Time small sizes on one thread
+#   and on all: waking the intra-op threads can cost more than the work, and a dip
+#   caused by threads is not a cache's.
 # - TorchScript's fuser is legacy: standard CPU wheels do not fuse at all, and on a GPU
 #   it depends on NVRTC at run time.

@@ -249,9 +249,20 @@ const_loop, const_tree = errors["0.1 each"]
 assert const_loop[-1] > 0.1, const_loop
 rand_loop, rand_tree = errors["uniform [0, 1)"]
 assert rand_loop[-1] > 10 * rand_tree[-1], (rand_loop[-1], rand_tree[-1])
-if device.type == "cpu":  # a GPU's reduction order differs; the prose promises no bound there
-    assert max(const_tree + rand_tree) < 8 * eps, (const_tree, rand_tree)
 # sphinx_gallery_end_ignore
+
+# %%
+# The order in which :func:`torch.sum` adds depends on the machine: the vector width,
+# the number of threads that split the work, the device. So does its exact error, and
+# a bound on it is an expectation, not a fact.
+from effpt.expect import expect
+
+_ = expect(
+    f"torch.sum's relative error stays below 8 eps at every size up to 2^24 ({device.type})",
+    max(max(tree) for _, tree in errors.values()) / eps,
+    below=8.0,
+    unit="eps",
+)
 
 # %%
 # With a constant value the loop's error grows in proportion to ``n`` and passes 10%

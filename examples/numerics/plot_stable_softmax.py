@@ -86,7 +86,7 @@ assert torch.softmax(logits, dim=-1).tolist() == [1.0, 0.0]
 # summed absolute difference. The naive version is as accurate as the others until its
 # largest logit passes 88.72; from then on it returns ``nan``, drawn as crosses at an
 # error of 1.
-unit = torch.randn(10_000, device=device)
+unit = torch.randn(10_000).to(device)  # drawn on the CPU: the same logits on every device
 scales = torch.logspace(-1, 2, steps=31).tolist()
 methods = {
     "naive": naive_softmax,

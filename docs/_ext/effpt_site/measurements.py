@@ -240,6 +240,12 @@ def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
             continue
         task = claim.task
         found = {r.variant: r for r in page_rows if r.task == task}
+        # A page may time a claim's task on the source's device as well as its own.
+        on_device = [
+            r for r in page_rows if r.task == task and _device_class(r.machine) == claim.device
+        ]
+        if on_device:
+            found = {r.variant: r for r in on_device}
         if not found:
             msg = f"claim {claim.text!r}: no records of {task!r} on {claim.page}"
             raise ExtensionError(msg)
