@@ -121,7 +121,7 @@ if MAIN:
 # given, so each micro-batch is normalized with its own statistics and the gradient
 # changes; its running statistics are updated four times instead of once, too. No
 # division fixes that. :class:`~torch.nn.LayerNorm` normalizes each sample on its own,
-# so a model built with it accumulates exactly (``GroupNorm`` does as well).
+# so a model built with it matches up to float rounding (``GroupNorm`` does as well).
 if MAIN:
     for norm in (nn.BatchNorm1d, nn.LayerNorm):
         big = make_model(norm).to(device)
@@ -294,7 +294,8 @@ if MAIN:
 # - BatchNorm normalizes each micro-batch with its own statistics, so no division makes
 #   accumulation match a large batch; LayerNorm and GroupNorm do not depend on the batch.
 # - Under DDP, wrap all micro-batches but the last in ``no_sync()``: one all-reduce per
-#   bucket per step instead of one per micro-batch, the same averaged gradients. Whether
-#   that saves noticeable time depends on the link and the model; measure it.
+#   bucket per step instead of one per bucket per micro-batch, the same averaged
+#   gradients. Whether that saves noticeable time depends on the link and the model;
+#   measure it.
 # - With a GradScaler, accumulate scaled gradients and call ``unscale_`` once, after the
 #   last micro-batch and before ``step``.

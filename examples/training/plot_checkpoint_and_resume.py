@@ -200,11 +200,12 @@ if MAIN:
 
 # %%
 # The full checkpoint reproduces every loss and every bit of the final weights. The
-# partial one restarts the learning-rate schedule and the loss scale from their initial
-# values, and draws its dropout masks and augmentations from other random numbers: a
-# different run from epoch 3 on. Its shuffle is the same, since the epoch was restored
-# and the sampler's order follows from it. The figure draws the three loss curves; the
-# exact resume lies on the uninterrupted run.
+# partial one restarts the scheduler's step count (the learning rate itself comes back
+# with the optimizer's state) and the loss scale from their initial values, and draws
+# its dropout masks and augmentations from other random numbers: a different run from
+# epoch 3 on. Its shuffle is the same, since the epoch was restored and the sampler's
+# order follows from it. The figure draws the three loss curves; the exact resume lies
+# on the uninterrupted run.
 import matplotlib.pyplot as plt
 
 if MAIN:

@@ -214,5 +214,5 @@ else:
 # - Seed DataLoader workers as :doc:`/auto_examples/data/plot_randomness_in_workers`
 #   shows.
 # - Reproducible means: same machine, same versions, same thread count. A float sum's
-#   bits may change with the number of threads (measured above), and will across
-#   devices and releases; compare results across them with a tolerance, not bit for bit.
+#   bits may change with the number of threads (measured above), and across devices
+#   and releases; compare results across them with a tolerance, not bit for bit.
