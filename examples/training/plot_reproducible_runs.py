@@ -1,0 +1,218 @@
+"""
+Make a training run reproducible, and know where that stops
+===========================================================
+
+A run you can repeat bit for bit turns "the loss went up after my change" into a
+question with an answer. A seed alone rarely gives you that: other code draws from the
+same random stream, some kernels add in a different order every time, and the number of
+threads changes the order of a sum. This page pins down each of these, shows what
+:func:`torch.use_deterministic_algorithms` refuses, and measures on this machine what
+no flag can promise.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_reproducible_runs.py``.
+"""
+
+# %%
+# Seeds repeat a stream
+# ---------------------
+# :func:`torch.manual_seed` resets the global generator of the CPU and of every GPU;
+# Python's :mod:`random` and NumPy keep their own streams and need their own seeds.
+# Reseeding repeats the draws exactly.
+import random
+
+import numpy as np
+import torch
+
+from effpt.device import describe, pick_device
+
+device = pick_device()
+print(describe(device))
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002  (NumPy's global stream, which libraries use)
+    torch.manual_seed(seed)  # CPU and every CUDA/MPS device
+
+
+seed_everything(0)
+first = (random.random(), np.random.rand(), torch.rand(3))  # noqa: NPY002
+seed_everything(0)
+again = (random.random(), np.random.rand(), torch.rand(3))  # noqa: NPY002
+print(first, again, sep="\n")
+
+# sphinx_gallery_start_ignore
+assert first[:2] == again[:2] and torch.equal(first[2], again[2])
+# sphinx_gallery_end_ignore
+
+# %%
+# Pass a generator instead of sharing the global stream
+# -----------------------------------------------------
+# The global stream is shared with every library call that draws from it, so a harmless
+# change elsewhere shifts your draws. Iterating a :class:`~torch.utils.data.DataLoader`
+# is such a call: it draws one number from the global stream to seed its workers, even
+# without workers and without shuffling. Below, an evaluation pass added before the
+# shuffle changes the shuffle. A :class:`torch.Generator` that you create and pass is
+# yours alone, and the same pass leaves its order unchanged.
+from torch.utils.data import DataLoader
+
+
+def evaluate() -> None:
+    for _ in DataLoader(range(8), batch_size=4):  # an evaluation pass, no shuffling
+        pass
+
+
+orders = {}
+for with_eval in (False, True):
+    torch.manual_seed(0)
+    own = torch.Generator().manual_seed(0)
+    if with_eval:
+        evaluate()
+    orders[with_eval] = (torch.randperm(8), torch.randperm(8, generator=own))
+print(f"global stream:  {orders[False][0].tolist()} -> {orders[True][0].tolist()}")
+print(f"own generator:  {orders[False][1].tolist()} -> {orders[True][1].tolist()}")
+
+# sphinx_gallery_start_ignore
+assert not torch.equal(orders[False][0], orders[True][0])
+assert torch.equal(orders[False][1], orders[True][1])
+# sphinx_gallery_end_ignore
+
+# %%
+# The same holds for a DataLoader's shuffling (``DataLoader(..., generator=g)``) and for
+# :mod:`torch.nn.init` functions, which take a ``generator`` argument too. With workers,
+# each worker needs its own seed derived from that generator; how that goes wrong and how
+# to fix it is :doc:`/auto_examples/data/plot_randomness_in_workers`.
+#
+# Ask for deterministic kernels
+# -----------------------------
+# Some kernels are nondeterministic by design: on a GPU, many threads add into the same
+# place with atomic operations in whatever order they arrive. With
+# ``torch.use_deterministic_algorithms(True)``, PyTorch picks a deterministic kernel where
+# it has one and raises a ``RuntimeError`` where it has none. Which operations raise
+# depends on the device: the cell runs a few on this page's device and prints what each
+# did. ``put_`` without accumulation raises everywhere, since two writes to one index
+# could land in either order; the others are among those that PyTorch's documentation
+# lists as raising on CUDA.
+import torch.nn.functional as F
+
+ops = {
+    "put_(accumulate=False)": lambda: torch.zeros(4, device=device).put_(
+        torch.tensor([0, 0], device=device), torch.tensor([1.0, 2.0], device=device)
+    ),
+    "histc": lambda: torch.histc(torch.rand(16, device=device), bins=4),
+    "kthvalue": lambda: torch.rand(16, device=device).kthvalue(3),
+    "adaptive_avg_pool2d backward": lambda: (
+        F.adaptive_avg_pool2d(torch.rand(1, 1, 6, 6, device=device, requires_grad=True), 4)
+        .sum()
+        .backward()
+    ),
+}
+outcome = {}
+torch.use_deterministic_algorithms(True)
+try:
+    for name, op in ops.items():
+        try:
+            op()
+            outcome[name] = "runs"
+        except RuntimeError as exc:
+            outcome[name] = "raises: " + str(exc).split(",")[0]
+    empty = torch.empty(3, device=device)  # uninitialized memory is filled, with NaN
+finally:
+    torch.use_deterministic_algorithms(False)
+for name, result in outcome.items():
+    print(f"{device.type}: {name:<30} {result}")
+print(f"torch.empty(3) in deterministic mode: {empty.tolist()}")
+
+# sphinx_gallery_start_ignore
+assert outcome["put_(accumulate=False)"].startswith("raises: put_ does not have a deterministic"), (
+    outcome
+)
+if device.type in ("cpu", "cuda"):
+    assert empty.isnan().all(), empty
+# sphinx_gallery_end_ignore
+
+# %%
+# Deterministic mode also fills memory from :func:`torch.empty` with NaN (see
+# ``torch.utils.deterministic.fill_uninitialized_memory``), so that reading memory nobody
+# wrote shows up instead of varying from run to run. On CUDA two more settings belong
+# with it: ``torch.backends.cudnn.benchmark = False``, so that cuDNN does not pick its
+# algorithm by timing, and the environment variable ``CUBLAS_WORKSPACE_CONFIG=:4096:8``,
+# set before the first cuBLAS call, without which deterministic mode refuses matrix
+# products there.
+import os
+
+print(f"cudnn.benchmark: {torch.backends.cudnn.benchmark}")
+print(f"CUBLAS_WORKSPACE_CONFIG: {os.environ.get('CUBLAS_WORKSPACE_CONFIG', 'not set')}")
+
+# %%
+# What the threads do to a sum
+# ----------------------------
+# A float32 sum rounds after every addition, so its result depends on the order of the
+# additions. A CPU reduction over many numbers splits them among the threads of the
+# intra-op pool and adds the partial sums at the end, and a vectorized kernel keeps
+# several partial sums per thread. Change the number of threads and the order changes,
+# and with it possibly the last bits. Whether it does for a given operation and size
+# depends on the kernel, the vector width and the size above which the pool splits the
+# work. The cell sums the same numbers with 1 to 4 threads (the thread count is a CPU
+# setting, so this runs on the CPU on every machine) and counts the distinct results.
+threads_before = torch.get_num_threads()
+gen = torch.Generator().manual_seed(0)
+distinct = {}
+for n in (10_000, 100_000, 1_000_000):
+    v = torch.randn(n, generator=gen)  # (n,) float32
+    for name, reduce in (("sum", torch.sum), ("dot", lambda t: torch.dot(t, t))):
+        results = set()
+        for threads in (1, 2, 3, 4):
+            torch.set_num_threads(threads)
+            results.add(reduce(v).item())
+        distinct[(name, n)] = len(results)
+torch.set_num_threads(threads_before)
+for (name, n), count in distinct.items():
+    print(f"{name} of {n:>9,} float32 numbers: {count} distinct result(s) over 1-4 threads")
+
+# %%
+# More than one distinct result means the bits depend on the thread count; one means
+# they did not for these sizes on this build. The expectation states the first:
+from effpt.expect import expect
+
+worst = max(distinct.values())
+_ = expect(
+    "the bits of a float32 sum or dot product on this CPU depend on the thread count (1 to 4)",
+    worst,
+    above=1,
+    unit="distinct results",
+)
+
+# %%
+# What reproducibility cannot promise
+# -----------------------------------
+# Within one machine, fixing the seeds, the generators, deterministic mode and the number
+# of threads repeats a run bit for bit. Across machines nothing does: PyTorch's
+# reproducibility notes say so for releases, commits and platforms. A CPU with wider
+# vectors runs a kernel that adds in another order; a GPU runs other kernels, and draws
+# from its own generator, a different algorithm from the CPU's, so the same seed gives
+# other numbers on each. A new release may change a kernel, an algorithm, or how many
+# numbers a function draws. Where a device other than the CPU is present, the cell shows
+# the second point.
+torch.manual_seed(0)
+on_cpu = torch.rand(3)
+if device.type != "cpu":
+    torch.manual_seed(0)
+    print(f"cpu: {on_cpu.tolist()}\n{device.type}: {torch.rand(3, device=device).tolist()}")
+else:
+    print(f"cpu: {on_cpu.tolist()} (no GPU here to compare with)")
+
+# %%
+# Summary
+# -------
+# - Seed Python, NumPy and torch; better, pass your own ``torch.Generator`` wherever a
+#   function draws (``randperm``, ``DataLoader``, ``nn.init``): the global stream is
+#   shared with every library call, and a DataLoader pass draws from it.
+# - ``torch.use_deterministic_algorithms(True)`` picks deterministic kernels and raises
+#   for operations that have none on the device (``put_`` everywhere, more on CUDA); on
+#   CUDA add ``cudnn.benchmark = False`` and ``CUBLAS_WORKSPACE_CONFIG``.
+# - Seed DataLoader workers as :doc:`/auto_examples/data/plot_randomness_in_workers`
+#   shows.
+# - Reproducible means: same machine, same versions, same thread count. A float sum's
+#   bits may change with the number of threads (measured above), and across devices
+#   and releases; compare results across them with a tolerance, not bit for bit.
