@@ -220,7 +220,8 @@ def timing_names(tree: ast.Module, hops: int = 2) -> set[str]:
             for target, value in pairs:
                 if timing_words(value, tainted):
                     found |= _bound_names(target)
-        tainted |= found
+        # "_" is a throwaway: a cell's `_ = expect(...)` says nothing of a later `for _ in`.
+        tainted |= found - {"_"}
     return tainted
 
 
