@@ -315,3 +315,23 @@ def test_a_ddp_model_in_a_cycle_is_collected_before_the_rank_exits(tmp_path, met
         marker = tmp_path / f"rank{rank}"
         assert marker.is_file(), f"rank {rank}'s DDP model was never collected"
         assert marker.read_text() == "finalizing=False"
+
+
+def test_a_notebook_function_on_a_system_without_fork_gets_advice_that_works_there(monkeypatch):
+    import multiprocessing
+    import types
+
+    from effpt import ddp
+
+    def train():
+        return 0
+
+    train.__module__ = "__main__"
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))  # no __file__
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    with pytest.raises(ValueError, match="cannot import it: move") as info:
+        ddp._check_importable(train, "spawn")
+    assert "start_method='fork'" not in str(info.value)
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn"])
+    with pytest.raises(ValueError, match="pass start_method='fork' or move"):
+        ddp._check_importable(train, "spawn")

@@ -235,10 +235,17 @@ def _check_importable(fn: Callable[..., Any], method: str) -> None:
     main = sys.modules.get("__main__")
     if getattr(main, "__file__", None) is None:
         name = getattr(fn, "__qualname__", repr(fn))
+        # fork exists only on POSIX systems: elsewhere (Windows) moving fn is the way out.
+        fix = (
+            "pass start_method='fork' or "
+            if "fork" in multiprocessing.get_all_start_methods()
+            else ""
+        )
         msg = (
             f"{name} is defined in a __main__ that has no file (a notebook, an interactive "
             f"session or a sphinx-gallery build), so a process started by {method!r} cannot "
-            f"import it: pass start_method='fork' or move {name} into a module"
+            f"import it: {fix}move {name} into a module (or save the page as a .py file "
+            "and run it with python or torchrun)"
         )
         raise ValueError(msg)
 
