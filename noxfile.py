@@ -213,7 +213,8 @@ def docs(session: nox.Session) -> None:
         extra += ["-D", "plot_gallery=0"]
     if "--example" in args:
         i = args.index("--example")
-        name = args[i + 1]
+        # "plot_batch_gather" and "batch_gather" both name the page (the pattern adds plot_)
+        name = args[i + 1].removeprefix("plot_").removesuffix(".py")
         del args[i : i + 2]
         extra += ["-D", f"sphinx_gallery_conf.filename_pattern=/plot_.*{name}"]
     english_only = "--english-only" in args
