@@ -17,6 +17,9 @@
 * :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
   scripts), with :mod:`effpt_site.cssprune` and :mod:`effpt_site.icons`.
 * :mod:`effpt_site.images`: pictures offered at the sizes they are shown.
+* :mod:`effpt_site.reader_links`: "Report a problem" on every page, "Run in Google
+  Colab" on every gallery page.
+* :mod:`effpt_site.related`: related pages under each gallery page; torch names to pages.
 * :mod:`effpt_site.seo`: each page's description, and the sitemap.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
@@ -36,6 +39,8 @@ from effpt_site import (
     images,
     measurements,
     page_checks,
+    reader_links,
+    related,
     seo,
 )
 
@@ -53,6 +58,8 @@ def setup(app):
         images,
         measurements,
         page_checks,
+        reader_links,
+        related,
         seo,
     ):
         module.setup(app)
