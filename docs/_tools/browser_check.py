@@ -7,7 +7,7 @@ critical accessibility violations found by axe-core. It also searches for "broad
 (and the Chinese edition for 广播) and expects the broadcasting page among the results,
 and follows the language switch from a page to its Chinese version and back. On a
 gallery page in each language it checks the Colab link's form, the prefilled report
-link, and follows each related page. Screenshots are saved for review.
+link, the plain-text copy and its line in llms.txt, and follows each related page. Screenshots are saved for review.
 
 Usage: python browser_check.py SITE_DIR AXE_JS SCREENSHOT_DIR
 """
@@ -221,6 +221,17 @@ def check_reader_links(driver, base: str, path: str, language: str) -> list[str]
             problems.append(f"report names another page or reads {found['report'][0]['text']!r}")
     if found["heading"] != expected_words[2] or not found["related"]:
         problems.append(f"related pages: heading {found['heading']!r}, {found['related']}")
+    # The plain-text copy beside the page, listed in the edition's llms.txt.
+    prefix = "zh_CN/" if path.startswith("zh_CN/") else ""
+    text_copy = path.removesuffix(".html") + ".txt"
+    driver.get(f"{base}/{prefix}llms.txt")
+    listing = driver.execute_script("return document.body.innerText")
+    if f"/effpt/{text_copy})" not in listing:
+        problems.append(f"{prefix}llms.txt does not list {text_copy}")
+    driver.get(f"{base}/{text_copy}")
+    copy = driver.execute_script("return document.body.innerText")
+    if "print(" not in copy or len(copy) < 500:
+        problems.append(f"{text_copy} is not the page's text with its code: {copy[:200]!r}")
     for link in found["related"]:
         driver.get(link["href"])
         title = driver.execute_script("return document.querySelector('h1').textContent")

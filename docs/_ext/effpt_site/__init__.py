@@ -17,6 +17,7 @@
 * :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
   scripts), with :mod:`effpt_site.cssprune` and :mod:`effpt_site.icons`.
 * :mod:`effpt_site.images`: pictures offered at the sizes they are shown.
+* :mod:`effpt_site.plain_text`: a plain-text copy of every page, and ``llms.txt``.
 * :mod:`effpt_site.reader_links`: "Report a problem" on every page, "Run in Google
   Colab" on every gallery page.
 * :mod:`effpt_site.related`: related pages under each gallery page; torch names to pages.
@@ -39,6 +40,7 @@ from effpt_site import (
     images,
     measurements,
     page_checks,
+    plain_text,
     reader_links,
     related,
     seo,
@@ -58,6 +60,7 @@ def setup(app):
         images,
         measurements,
         page_checks,
+        plain_text,
         reader_links,
         related,
         seo,

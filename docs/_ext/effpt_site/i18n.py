@@ -65,6 +65,14 @@ MESSAGES: dict[str, dict[str, str]] = {
         "What went wrong, and what did you expect?": "出了什么问题？你原本期望看到什么？",
         "Run in Google Colab": "在 Google Colab 中运行",
         "Related pages": "相关页面",
+        # llms.txt (plain_text.py)
+        "A documentation site whose every page is produced by running code: how to use "
+        "PyTorch well, measured on the machine that built it. Each page below is the "
+        "plain text of its HTML page, with the executed output.": (
+            "一个每一页都由运行代码生成的文档站点：如何用好 PyTorch，并在构建它的机器上实测。"
+            "下面每一项都是对应 HTML 页面的纯文本，含执行输出。"
+        ),
+        "Pages of this site": "本站页面",
         # the index of PyTorch names (related.py)
         "PyTorch functions and the pages that use them": "PyTorch 函数及使用它们的页面",
         "Every name from torch that a gallery page's code calls or refers to, in "
