@@ -264,3 +264,78 @@ def test_torch_index_keeps_torch_names_and_maps_them_to_pages(tmp_path):
 def test_the_gallery_records_torch_names(conf):
     assert "torch" in conf["sphinx_gallery_conf"]["doc_module"]
     assert conf["sphinx_gallery_conf"]["backreferences_dir"]
+
+
+# -- Plain-text copies and llms.txt ----------------------------------------------------
+
+CONF = """
+import sys
+sys.path[:0] = [{ext!r}, {here!r}]
+extensions = ["effpt_site.plain_text", "cardext"]
+project = "P"
+html_baseurl = "https://x.io/p/"
+"""
+
+#: A node only the HTML writer knows, as the site's cards are.
+CARD_EXTENSION = """
+from docutils import nodes
+from docutils.parsers.rst import Directive
+
+
+class card(nodes.General, nodes.Element):
+    pass
+
+
+class Card(Directive):
+    has_content = True
+
+    def run(self):
+        node = card()
+        node += nodes.paragraph(text=" ".join(self.content))
+        return [node]
+
+
+def setup(app):
+    app.add_node(card, html=(lambda self, node: None, lambda self, node: None))
+    app.add_directive("card", Card)
+"""
+
+PAGE = """Fit a line
+==========
+
+This page fits a straight line to noisy points and prints the slope it finds.
+
+.. code-block:: python
+
+   slope = 2.0
+   print(slope)
+
+.. card::
+
+   Text inside a card.
+"""
+
+
+def test_every_page_gets_a_text_copy_with_its_code_and_llms_txt_lists_it(tmp_path):
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        CONF.format(ext=str(DOCS / "_ext"), here=str(src)), encoding="utf-8"
+    )
+    (src / "cardext.py").write_text(CARD_EXTENSION, encoding="utf-8")
+    (src / "index.rst").write_text(PAGE, encoding="utf-8")
+    out = tmp_path / "out"
+    app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, warningiserror=True)
+    app.build()
+    text = (out / "index.txt").read_text(encoding="utf-8")
+    assert "Fit a line" in text
+    assert "   slope = 2.0\n   print(slope)\n" in text  # code keeps its lines
+    assert "Text inside a card." in text  # a node the text writer does not know
+    llms = (out / "llms.txt").read_text(encoding="utf-8").splitlines()
+    assert llms[0] == "# P"
+    assert llms[-1] == (
+        "- [Fit a line](https://x.io/p/index.txt): This page fits a straight line to noisy "
+        "points and prints the slope it finds."
+    )
