@@ -339,3 +339,49 @@ def test_every_page_gets_a_text_copy_with_its_code_and_llms_txt_lists_it(tmp_pat
         "- [Fit a line](https://x.io/p/index.txt): This page fits a straight line to noisy "
         "points and prints the slope it finds."
     )
+
+
+# -- The optional "before you start" box ------------------------------------------------
+
+BOX_PAGE = """Fit a line
+==========
+
+.. effpt-before-you-start::
+   :learn: How ``lstsq`` fits a line.
+   :needs: A CPU is enough.
+
+Prose.
+"""
+
+
+@pytest.mark.parametrize(
+    ("language", "heading", "learn"),
+    [("en", "Before you start", "What you will learn"), ("zh_CN", "开始之前", "你将学到")],
+)
+def test_before_you_start_box_renders_its_parts_in_the_builds_language(
+    tmp_path, language, heading, learn
+):
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
+        "extensions = ['effpt_site.before_you_start']\n",
+        encoding="utf-8",
+    )
+    (src / "index.rst").write_text(BOX_PAGE, encoding="utf-8")
+    (src / "index.cost.json").write_text('{"time": 12.3, "memory": 0}', encoding="utf-8")
+    out = tmp_path / "out"
+    overrides = {"language": language}
+    app = Sphinx(src, src, out, tmp_path / "d", "html", confoverrides=overrides, status=None)
+    app.build()
+    page = (out / "index.html").read_text(encoding="utf-8")
+    box = page[page.index("effpt-before-you-start") :]
+    assert heading in box
+    assert learn in box
+    assert "<code" in box
+    assert "lstsq" in box
+    assert "12 " in box  # the run time from the page's cost
+    assert box.index(learn) < box.index("A CPU is enough")
+    assert page.index("effpt-before-you-start") < page.index("Prose.")

@@ -3,6 +3,7 @@
 * :mod:`effpt_site.layout`: where families, pages, records and stamps live.
 * :mod:`effpt_site.hooks`: what sphinx-gallery calls around each example (state resets,
   the warning policy, memory on CUDA, the records file and the run stamp).
+* :mod:`effpt_site.before_you_start`: the optional "before you start" box under a title.
 * :mod:`effpt_site.cards`: the landing page's cards.
 * :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
@@ -32,6 +33,7 @@ from effpt_site import (
     a11y,
     api,
     assets,
+    before_you_start,
     cards,
     compat,
     exec_times,
@@ -52,6 +54,7 @@ def setup(app):
         a11y,
         api,
         assets,
+        before_you_start,
         cards,
         compat,
         exec_times,

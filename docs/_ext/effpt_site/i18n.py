@@ -65,6 +65,13 @@ MESSAGES: dict[str, dict[str, str]] = {
         "What went wrong, and what did you expect?": "出了什么问题？你原本期望看到什么？",
         "Run in Google Colab": "在 Google Colab 中运行",
         "Related pages": "相关页面",
+        # the "before you start" box (before_you_start.py)
+        "Before you start": "开始之前",
+        "What you will learn": "你将学到",
+        "Read first": "先读",
+        "What it needs": "所需环境",
+        "Run time": "运行时间",
+        "{seconds} s on the machine that built this site": "在构建本站的机器上用时 {seconds} 秒",
         # llms.txt (plain_text.py)
         "A documentation site whose every page is produced by running code: how to use "
         "PyTorch well, measured on the machine that built it. Each page below is the "
