@@ -54,6 +54,10 @@ templates_path = ["_templates"]
 # The hosted site: every page's canonical link and the sitemap's addresses.
 html_baseurl = "https://effpt.github.io/effpt/"
 REPOSITORY = "https://github.com/effpt/effpt"
+#: Where "Report a problem" opens an issue, and whose branch Colab opens notebooks from.
+effpt_repository = REPOSITORY
+#: The branch the Pages workflow publishes the gallery's notebooks to (.github/workflows/pages.yml).
+effpt_notebooks_branch = "notebooks"
 html_theme_options = {
     # The same page in the other language, beside the theme's own switches.
     "navbar_end": ["language-switch", "theme-switcher", "navbar-icon-links"],
@@ -61,6 +65,10 @@ html_theme_options = {
     "github_url": REPOSITORY,
     "show_toc_level": 2,
     "header_links_before_dropdown": 6,
+    # A gallery page's notebook in Colab, beside the breadcrumbs; a link to report a
+    # problem under every page (docs/_ext/effpt_site/reader_links.py).
+    "article_header_end": ["effpt-colab"],
+    "article_footer_items": ["effpt-related", "effpt-report"],
 }
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}
@@ -130,7 +138,8 @@ sphinx_gallery_conf = {
     "nested_sections": True,
     "image_srcset": ["2x"],
     "remove_config_comments": True,
-    "doc_module": ("effpt",),
+    # torch too: docs/torch_index.md lists the torch names pages use (effpt_site.related).
+    "doc_module": ("effpt", "torch"),
     "backreferences_dir": "gen_modules/backreferences",
     # A page's own peak memory is measurable on CUDA only (see effpt_site.hooks).
     "show_memory": call_memory if memory_is_measured() else False,

@@ -5,7 +5,9 @@ it fails on: a console error, a failed request, a request to any host but the lo
 server, an image that did not decode, a page heavier than the budget, and serious or
 critical accessibility violations found by axe-core. It also searches for "broadcast"
 (and the Chinese edition for 广播) and expects the broadcasting page among the results,
-and follows the language switch from a page to its Chinese version and back. Screenshots are saved for review.
+and follows the language switch from a page to its Chinese version and back. On a
+gallery page in each language it checks the Colab link's form, the prefilled report
+link, the plain-text copy and its line in llms.txt, and follows each related page. Screenshots are saved for review.
 
 Usage: python browser_check.py SITE_DIR AXE_JS SCREENSHOT_DIR
 """
@@ -19,7 +21,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import parse_qs, quote, urlparse
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -175,10 +177,75 @@ def check_language_switch(driver, base: str, path: str) -> list[str]:
     return problems
 
 
+READER_LINKS_JS = """
+const pick = sel => Array.from(document.querySelectorAll(sel)).map(a => ({
+  href: a.href, text: a.textContent.trim(), visible: a.getClientRects().length > 0}));
+return {colab: pick('a.effpt-colab'), report: pick('.effpt-report a'),
+        related: pick('.effpt-related a'),
+        heading: (document.querySelector('#effpt-related-heading') || {}).textContent || ''};
+"""
+
+
+def check_reader_links(driver, base: str, path: str, language: str) -> list[str]:
+    """A gallery page offers Colab, a prefilled report and related pages that open.
+
+    The Colab and GitHub addresses are checked for their form only (nothing outside the
+    local server can be reached); each related page is followed and must load.
+    """
+    driver.get(f"{base}/{path}")
+    found = driver.execute_script(READER_LINKS_JS)
+    problems = []
+    stem = Path(path).stem
+    family = Path(path).parent.name
+    colab = "https://colab.research.google.com/github/effpt/effpt/blob/notebooks/"
+    expected_words = {
+        "en": ("Run in Google Colab", "Report a problem with this page", "Related pages"),
+        "zh": ("在 Google Colab 中运行", "报告本页的问题", "相关页面"),
+    }[language]
+    if [c["href"] for c in found["colab"]] != [f"{colab}{family}/{stem}.ipynb"]:
+        problems.append(f"Colab link {found['colab']} is not {colab}{family}/{stem}.ipynb")
+    elif found["colab"][0]["text"] != expected_words[0] or not found["colab"][0]["visible"]:
+        problems.append(f"Colab link reads {found['colab'][0]['text']!r} or is hidden")
+    if len(found["report"]) != 1:
+        problems.append(f"expected one report link, found {len(found['report'])}")
+    else:
+        report = urlparse(found["report"][0]["href"])
+        fields = parse_qs(report.query)
+        body = fields.get("body", [""])[0]
+        if (report.netloc, report.path) != ("github.com", "/effpt/effpt/issues/new"):
+            problems.append(f"report link goes to {report.netloc}{report.path}")
+        for line in ("Page: https://effpt.github.io/effpt/", "effpt: ", "torch: ", "Machine"):
+            if line not in body:
+                problems.append(f"report body lacks {line!r}: {body!r}")
+        if path not in body or found["report"][0]["text"] != expected_words[1]:
+            problems.append(f"report names another page or reads {found['report'][0]['text']!r}")
+    if found["heading"] != expected_words[2] or not found["related"]:
+        problems.append(f"related pages: heading {found['heading']!r}, {found['related']}")
+    # The plain-text copy beside the page, listed in the edition's llms.txt.
+    prefix = "zh_CN/" if path.startswith("zh_CN/") else ""
+    text_copy = path.removesuffix(".html") + ".txt"
+    driver.get(f"{base}/{prefix}llms.txt")
+    listing = driver.execute_script("return document.body.innerText")
+    if f"/effpt/{text_copy})" not in listing:
+        problems.append(f"{prefix}llms.txt does not list {text_copy}")
+    driver.get(f"{base}/{text_copy}")
+    copy = driver.execute_script("return document.body.innerText")
+    if "print(" not in copy or len(copy) < 500:
+        problems.append(f"{text_copy} is not the page's text with its code: {copy[:200]!r}")
+    for link in found["related"]:
+        driver.get(link["href"])
+        title = driver.execute_script("return document.querySelector('h1').textContent")
+        if urlparse(link["href"]).path == urlparse(f"{base}/{path}").path or not title:
+            problems.append(f"related page {link['href']} is this page or did not load")
+        elif link["text"] not in title:
+            problems.append(f"related link {link['text']!r} led to a page titled {title!r}")
+    return problems
+
+
 def main() -> int:
     site, axe_js, shots = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
     shots.mkdir(parents=True, exist_ok=True)
-    pages = ["index.html", "measurements.html", "api/index.html"]
+    pages = ["index.html", "measurements.html", "torch_index.html", "api/index.html"]
     pages += sorted(str(p.relative_to(site)) for p in (site / "api").glob("*.html"))
     pages += sorted(str(p.relative_to(site)) for p in (site / "explanations").glob("*.html"))
     pages += sorted(str(p.relative_to(site)) for p in (site / "auto_examples").rglob("*.html"))
@@ -217,6 +284,12 @@ def main() -> int:
             if search:
                 failures[f"{prefix}search.html"] = search
             print(f"{'FAIL' if search else 'ok  '} search {prefix or 'en'} for {term!r}")
+        if first_example:
+            for path, language in [(first_example, "en"), (f"zh_CN/{first_example}", "zh")]:
+                links = check_reader_links(driver, base, path, language)
+                if links:
+                    failures[f"reader links on {path}"] = links
+                print(f"{'FAIL' if links else 'ok  '} Colab, report and related pages on {path}")
         for path in ("index.html", first_example):
             if path:
                 switch = check_language_switch(driver, base, path)

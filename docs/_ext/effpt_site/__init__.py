@@ -3,6 +3,7 @@
 * :mod:`effpt_site.layout`: where families, pages, records and stamps live.
 * :mod:`effpt_site.hooks`: what sphinx-gallery calls around each example (state resets,
   the warning policy, memory on CUDA, the records file and the run stamp).
+* :mod:`effpt_site.before_you_start`: the optional "before you start" box under a title.
 * :mod:`effpt_site.cards`: the landing page's cards.
 * :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
@@ -17,6 +18,10 @@
 * :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
   scripts), with :mod:`effpt_site.cssprune` and :mod:`effpt_site.icons`.
 * :mod:`effpt_site.images`: pictures offered at the sizes they are shown.
+* :mod:`effpt_site.plain_text`: a plain-text copy of every page, and ``llms.txt``.
+* :mod:`effpt_site.reader_links`: "Report a problem" on every page, "Run in Google
+  Colab" on every gallery page.
+* :mod:`effpt_site.related`: related pages under each gallery page; torch names to pages.
 * :mod:`effpt_site.seo`: each page's description, and the sitemap.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
@@ -28,6 +33,7 @@ from effpt_site import (
     a11y,
     api,
     assets,
+    before_you_start,
     cards,
     compat,
     exec_times,
@@ -36,6 +42,9 @@ from effpt_site import (
     images,
     measurements,
     page_checks,
+    plain_text,
+    reader_links,
+    related,
     seo,
 )
 
@@ -45,6 +54,7 @@ def setup(app):
         a11y,
         api,
         assets,
+        before_you_start,
         cards,
         compat,
         exec_times,
@@ -53,6 +63,9 @@ def setup(app):
         images,
         measurements,
         page_checks,
+        plain_text,
+        reader_links,
+        related,
         seo,
     ):
         module.setup(app)

@@ -60,6 +60,33 @@ MESSAGES: dict[str, dict[str, str]] = {
             "此译文比英文页面旧：全部 {total} 段中有 {count} 段在译好之前以英文显示。"
         ),
         "Read the English page": "阅读英文页面",
+        # what a reader can do from a page (reader_links.py)
+        "Report a problem with this page": "报告本页的问题",
+        "What went wrong, and what did you expect?": "出了什么问题？你原本期望看到什么？",
+        "Run in Google Colab": "在 Google Colab 中运行",
+        "Related pages": "相关页面",
+        # the "before you start" box (before_you_start.py)
+        "Before you start": "开始之前",
+        "What you will learn": "你将学到",
+        "Read first": "先读",
+        "What it needs": "所需环境",
+        "Run time": "运行时间",
+        "{seconds} s on the machine that built this site": "在构建本站的机器上用时 {seconds} 秒",
+        # llms.txt (plain_text.py)
+        "A documentation site whose every page is produced by running code: how to use "
+        "PyTorch well, measured on the machine that built it. Each page below is the "
+        "plain text of its HTML page, with the executed output.": (
+            "一个每一页都由运行代码生成的文档站点：如何用好 PyTorch，并在构建它的机器上实测。"
+            "下面每一项都是对应 HTML 页面的纯文本，含执行输出。"
+        ),
+        "Pages of this site": "本站页面",
+        # the index of PyTorch names (related.py)
+        "PyTorch functions and the pages that use them": "PyTorch 函数及使用它们的页面",
+        "Every name from torch that a gallery page's code calls or refers to, in "
+        "alphabetical order, with the pages that use it ({count} names).": (
+            "示例库页面的代码调用或引用的每个 torch 名称，按字母顺序排列，并附上使用它的页面（共 {count} 个名称）。"
+        ),
+        ": ": "：",
         "Show or hide this section's pages": "展开或收起本节的页面",
         "Built on {day} on {where}, with {torch}.": "本站的这份副本于 {day} 在 {where} 上构建，使用 {torch}。",
         "Built on {day} on {where}.": "本站的这份副本于 {day} 在 {where} 上构建。",
