@@ -155,16 +155,15 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # Advanced indexing or index_select: rows, checks and threads
 # -----------------------------------------------------------
 # Both do the same job, but not the same work. Advanced indexing is a general kernel:
-# it copies the output one *number* at a time, each from an address computed from the
-# index that applies (on a GPU it reads and checks that index for every number; torch's
-# CPU kernel does so once per row when, as here, a whole row shares one index).
-# :meth:`~torch.Tensor.index_select` knows that whole rows are picked: it reads and
-# checks each index once per *row* and copies the row in one piece. With rows of one
-# number both do the same work per number copied; the wider the rows, the more
-# per-number work index_select saves. On one thread that is the main difference, so
-# its lead should grow with the width of a row. The function below picks 8,192 rows
-# both ways; each of 7 rounds times the two back to back, so that a change in the
-# machine's load hits both alike.
+# on a CPU it copies the output one *number* at a time, each from an address computed
+# from the index that applies (reading and checking that index once per row when, as
+# here, a whole row shares one). :meth:`~torch.Tensor.index_select` knows that whole
+# rows are picked: it reads and checks each index once per *row* and copies the row in
+# one piece. With rows of one number both do the same work per number copied; the
+# wider the rows, the more per-number work index_select saves. On one thread that is
+# the main difference, so its lead should grow with the width of a row. The function
+# below picks 8,192 rows both ways; each of 7 rounds times the two back to back, so
+# that a change in the machine's load hits both alike.
 import statistics
 from contextlib import contextmanager
 from functools import partial
