@@ -155,14 +155,15 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # Advanced indexing or index_select: rows, checks and threads
 # -----------------------------------------------------------
 # Both do the same job, but not the same work. Advanced indexing is a general kernel:
-# for every *element* of the output it reads the index that applies, checks it,
-# computes an address and copies one number. :meth:`~torch.Tensor.index_select` knows
-# that whole rows are picked: it reads and checks each index once per *row* and copies
-# the row in one piece. With rows of one number both check one index per number
-# copied; the wider the rows, the more checks index_select saves. On one thread that
-# is the main difference, so its lead should grow with the width of a row. The
-# function below picks 8,192 rows both ways; each of 7 rounds times the two back to
-# back, so that a change in the machine's load hits both alike.
+# on a CPU it copies the output one *number* at a time, each from an address computed
+# from the index that applies (reading and checking that index once per row when, as
+# here, a whole row shares one). :meth:`~torch.Tensor.index_select` knows that whole
+# rows are picked: it reads and checks each index once per *row* and copies the row in
+# one piece. With rows of one number both do the same work per number copied; the
+# wider the rows, the more per-number work index_select saves. On one thread that is
+# the main difference, so its lead should grow with the width of a row. The function
+# below picks 8,192 rows both ways; each of 7 rounds times the two back to back, so
+# that a change in the machine's load hits both alike.
 import statistics
 from contextlib import contextmanager
 from functools import partial
@@ -206,7 +207,7 @@ def index_select_lead(width: int, rounds: int = 7) -> Ratio:
 # and 4 numbers wide, both from 16 on). Waking the threads and waiting for the last one
 # is a fixed cost, typically microseconds, far more when other programs keep the cores
 # busy: where only one kernel pays it, the ratio shows which woke the pool, not which
-# checks fewer indices. On a GPU the CPU's pool plays no part, and at 8,192 rows the
+# does less work per number. On a GPU the CPU's pool plays no part, and at 8,192 rows the
 # launches and Python's share of the call can outweigh the copy, flattening the ratio.
 # So the rows are picked on one thread and on all of PyTorch's threads:
 all_threads = torch.get_num_threads()
@@ -228,7 +229,7 @@ for width in widths:
     print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>20}" for t in thread_counts))
 
 # %%
-# The expectation from the per-row checks alone: the lead at rows 16 numbers wide is
+# The expectation from copying whole rows alone: the lead at rows 16 numbers wide is
 # at least 1.5 times the lead at rows of one number. Each column gets its verdict; the
 # machine it names says how many threads ran.
 from effpt.expect import expect
@@ -245,13 +246,13 @@ for threads in thread_counts:
         )
 
 # %%
-# On one thread, a lead that grows with the width is the per-row checks at work; where
-# it shrinks again at the widest rows, copying the rows themselves has taken over, at
-# a width set by the device's caches and memory. Where the all-threads column tells
-# another story (a large lead already at rows of one or four numbers, a lead that
-# jumps or vanishes from one width to the next), the thread pool made the difference:
-# a kernel that wakes the pool for a few microseconds of work can lose to one that
-# does not, and win once the work it splits is large enough. On a GPU, a column near
+# On one thread, a lead that grows with the width is the row-at-a-time copy at work;
+# where it shrinks again at the widest rows, moving the bytes themselves has taken
+# over, at a width set by the device's caches and memory. Where the all-threads column
+# tells another story (a lead at rows of one or four numbers far from the one-thread
+# one, a lead that jumps or vanishes from one width to the next), the thread pool most
+# likely made the difference: a kernel that wakes the pool for a few microseconds of
+# work can lose to one that does not, and win once the work it splits is large enough. On a GPU, a column near
 # 1× is launch overhead at work. What to take away is the mechanism, not a ranking:
 # measure on the machine, and at the thread count, that will run the code. The rows
 # in the rest of this page are 8 numbers wide.
@@ -488,9 +489,10 @@ print(
 #   unrolls the loop into a graph that grows with the batch and is tied to its size.
 # - One flat index (batch offset plus row) does the same work in a single call; create
 #   its offsets on the data's device, never with ``.cuda()``.
-# - ``index_select`` checks one index per row where an advanced index checks one per
-#   number. On one thread that favours it more the wider the rows; on several threads
-#   each kernel starts splitting its work at its own size, which can reverse the
-#   ranking. Measure the two at the thread count your code runs with.
+# - ``index_select`` copies whole rows where an advanced index copies number by
+#   number. On one thread that should favour it more the wider the rows (the verdicts
+#   above say whether it did here); on several threads each kernel starts splitting its
+#   work at its own size, which can reverse the ranking. Measure the two at the thread
+#   count your code runs with.
 # - Flat indices turn negative or out-of-range indices into silent reads from a
 #   neighbouring element; :func:`effpt.ops.batch_gather` guards against both.

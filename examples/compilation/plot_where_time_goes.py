@@ -4,8 +4,9 @@ Tell whether an operation pays for its work or for its overhead
 
 Every PyTorch operation costs a fixed amount before it touches a single number: Python
 calls into C++, the dispatcher picks a kernel, an output tensor is allocated, and on a
-GPU a kernel is launched. Above some size a CPU operation also hands its work to a pool
-of threads, a fixed cost of its own. On small tensors fixed costs are all there is.
+GPU a kernel is launched. On a CPU with several threads, an operation above some size
+also hands its work to a pool of threads, a fixed cost of its own. On small tensors
+fixed costs are all there is.
 This page measures them on the machine that built it, on one thread and on all of
 them, finds the size above which the work itself takes over, and checks a well-known
 rule of thumb against the result.
@@ -227,7 +228,9 @@ plt.show()
 # its work grows; past the jump it can fall back below the one-thread curve, once the
 # split work outweighs the dispatch. For the addition, the first size measured above
 # its threshold is 65,536 elements, little work to split: there the pool can cost more
-# than it saves. The gap between the two timings estimates the cost of dispatch.
+# than it saves. The gap between the two timings is the cost of dispatch less the time
+# the split saves: positive where the pool costs more than it saves, negative where it
+# pays off.
 if len(thread_counts) > 1:
     split = min(s for s in add_sizes if s > 32_768)  # torch's elementwise threshold
     one, every = add_times[1][split], add_times[all_threads][split]
