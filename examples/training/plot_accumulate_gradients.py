@@ -213,11 +213,15 @@ def ddp_rank(steps: int = 20, micro: int = 4) -> dict:
 # %%
 # :func:`effpt.ddp.launch` starts the two ranks the way ``torchrun`` would and returns
 # what each returned. Run from a file they start by the platform's method; in a notebook
-# or this site's build there is no file to import, so they start by fork.
+# or this site's build there is no file to import, so they start by fork where the OS has
+# it (:doc:`/explanations/workers` says why).
+from multiprocessing import get_all_start_methods
+
 from effpt.ddp import launch
 
 if MAIN:
-    method = None if "__file__" in globals() else "fork"
+    no_file = "__file__" not in globals()
+    method = "fork" if no_file and "fork" in get_all_start_methods() else None
     results = launch(ddp_rank, world_size=2, timeout_s=120, start_method=method)
     counts = results[0]["counts"]
     print(f"all-reduces per step: {counts[False]} without no_sync(), {counts[True]} with it")

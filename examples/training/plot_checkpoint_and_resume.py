@@ -266,15 +266,18 @@ def dcp_rank(path: str) -> torch.Tensor:
 
 # %%
 # :func:`effpt.ddp.launch` starts the ranks as ``torchrun`` would (by fork where the page
-# runs without a file, as in this site's build). Then this single process, without a
+# runs without a file, as in this site's build, and the OS has fork). Then this single process, without a
 # process group, loads the checkpoint into a model of its own: ``dcp.load`` fills the
 # state dict it is given, in place. It may warn that it assumes a single process, which
 # is the case here.
+from multiprocessing import get_all_start_methods
+
 from effpt.ddp import launch
 
 if MAIN:
     path = str(folder / "dcp")
-    method = None if "__file__" in globals() else "fork"
+    no_file = "__file__" not in globals()
+    method = "fork" if no_file and "fork" in get_all_start_methods() else None
     trained = launch(dcp_rank, args=(path,), world_size=2, timeout_s=120, start_method=method)
     print(sorted((f.name, f.stat().st_size) for f in Path(path).iterdir()))
     single = nn.Linear(8, 4)  # fresh weights, about to be overwritten
