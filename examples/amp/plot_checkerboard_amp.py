@@ -231,7 +231,9 @@ _ = expect(f"{low_name} autocast makes a checkerboard step faster than float32",
 # threads the same two steps are timed again on one thread (the number of threads is
 # restored afterwards); if the two verdicts differ, the thread pool decided the first
 # one, not the arithmetic. A GPU's kernels do not use these threads. The first line
-# says how busy this machine was with other work (where the OS reports it).
+# prints the load average, where the OS reports it: the threads that ran or waited for
+# a core over the last minute, this page's own included; a value well above the number
+# of cores means that other work competed for them.
 import os
 
 if hasattr(os, "getloadavg"):
