@@ -210,11 +210,11 @@ plt.show()
 # -------------
 # :func:`effpt.bench.compare` times the steps themselves (they keep training the
 # models, which does not change their cost); :doc:`/explanations/timing` says how it
-# measures and when it calls a difference inconclusive. The Effective PyTorch guide
-# says that autocast alone "can reduce your training up to half on modern hardware", a
-# claim about GPUs, where float16 products run on tensor cores. The expectation here is
-# only that autocast makes the step faster at all, judged by the interval the spread
-# allows.
+# measures and when it calls a difference inconclusive. The
+# `Effective PyTorch guide <https://github.com/vahidk/EffectivePyTorch>`__ says that
+# autocast alone "can reduce your training up to half on modern hardware", a claim
+# about GPUs, where float16 products run on tensor cores. The expectation here is only
+# that autocast makes the step faster at all, judged by the interval the spread allows.
 from effpt.bench import compare
 from effpt.records import speedup
 
@@ -231,7 +231,9 @@ _ = expect(f"{low_name} autocast makes a checkerboard step faster than float32",
 # threads the same two steps are timed again on one thread (the number of threads is
 # restored afterwards); if the two verdicts differ, the thread pool decided the first
 # one, not the arithmetic. A GPU's kernels do not use these threads. The first line
-# says how busy this machine was with other work (where the OS reports it).
+# prints the load average, where the OS reports it: the threads that ran or waited for
+# a core over the last minute, this page's own included; a value well above the number
+# of cores means that other work competed for them.
 import os
 
 if hasattr(os, "getloadavg"):
@@ -259,14 +261,16 @@ else:
 # Whether a CPU has native bfloat16 arithmetic decides what its bfloat16 kernels can
 # do: with AVX512-BF16 or AMX the products run in hardware; without them a bfloat16
 # product is computed by converting to float32 and back, and the 16-bit type saves
-# memory traffic at most. The lines below say what this CPU has.
+# memory traffic at most. The lines below say what this CPU has (on a GPU run, the
+# host's CPU, which did not run the steps).
 from pathlib import Path
 
 cpuinfo = Path("/proc/cpuinfo")
 flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
 native = sorted(flags & {"avx512_bf16", "amx_bf16"})
 print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
-print(f"native bfloat16 instructions: {', '.join(native) or 'none listed in /proc/cpuinfo'}")
+unlisted = "none listed in /proc/cpuinfo" if flags else "unknown (no /proc/cpuinfo here)"
+print(f"native bfloat16 instructions: {', '.join(native) or unlisted}")
 
 
 # %%
@@ -412,9 +416,12 @@ assert flops > 0
 # The step and the matrix products are timed separately, each with its own noise, so
 # read the shares as rough: one near or above 100 % says that the step runs as fast as
 # a plain matrix product, not faster than the hardware. A share well below it means
-# that the step spends its time elsewhere, in the kinds of work the profile above
-# lists, which do not shrink with 16-bit products. The larger the products of a model
-# are, the larger their share of a step, and the more autocast has to gain.
+# either that the step spends its time outside the products (the casts, batch norm,
+# ReLU and optimizer rows of the profile above, which do not shrink with 16-bit
+# products), or that its products run far below a large product's rate (small shapes,
+# a kernel that splits badly over the threads): the *conv* rows say which. The larger
+# the products of a model are, the larger their share of a step, and the more
+# autocast has to gain.
 
 # %%
 # Summary

@@ -178,13 +178,14 @@ if __name__ == "__main__":
 # Batches of images, and where to convert them
 # --------------------------------------------
 # A batch of 32 items is a ``(32, 3, 64, 64)`` tensor of bytes. Keep it ``uint8`` until it
-# reaches the device: the copy is four times smaller than float32, and the conversion to
-# floats in ``[0, 1]`` is one cheap elementwise pass there.
+# reaches the device: a copy to a GPU then moves a quarter of the bytes of float32 (on a
+# CPU, ``.to(device)`` copies nothing), and the conversion to floats in ``[0, 1]`` is one
+# elementwise pass on the device.
 if __name__ == "__main__":
     images, labels = next(iter(DataLoader(dataset, batch_size=32, shuffle=True)))
     inputs = images.to(device).float().div_(255)  # (batch, 3, height, width)
     print(f"{tuple(images.shape)} {images.dtype} -> {inputs.dtype} on {device}")
-    print(f"bytes to copy: {images.nbytes:,} as uint8 instead of {inputs.nbytes:,} as float32")
+    print(f"bytes per batch: {images.nbytes:,} as uint8, {inputs.nbytes:,} as float32")
 
 # sphinx_gallery_start_ignore
 if __name__ == "__main__":
@@ -231,7 +232,7 @@ if __name__ == "__main__":
         batch, _ = next(iter(DataLoader(dataset, batch_size=32, pin_memory=True)))
         print("a batch from DataLoader(pin_memory=True) is pinned:", batch.is_pinned())
     else:
-        print(f"pinned-memory copies: not measured, this build ran on {device.type}")
+        print(f"pinned-memory copies: not measured, this run is on {device.type}, not CUDA")
 
 # %%
 # Loading in worker processes
@@ -274,8 +275,8 @@ if __name__ == "__main__":
 # the rate of one process. The verdict above is what this machine measured: where it
 # does not hold, the decoding the two workers shared out saved less time than they cost:
 # starting them, shipping their batches back, and, where fewer than two cores are idle
-# (the first output line gives this machine's thread count), competing with the main
-# process and each other for the cores there are. :doc:`plot_streaming_tar_shards`
+# (a one-core machine, or one busy with other work), competing with the main process and
+# each other for the cores there are. :doc:`plot_streaming_tar_shards`
 # measures the rate against the number of workers, and an option that cuts the start-up.
 if __name__ == "__main__":
     workdir.cleanup()
@@ -287,7 +288,7 @@ if __name__ == "__main__":
 #   sampling, shuffling, batching and collation (stacking each part of the items).
 # - ``drop_last=True`` avoids a short last batch, which batch norm cannot train on when it
 #   holds a single item.
-# - Keep images ``uint8`` in the loader and convert to float on the device. On a GPU,
+# - Keep images ``uint8`` in the loader and convert to float on the device. On a CUDA GPU,
 #   ``pin_memory=True`` and ``non_blocking=True`` copies let the host work on while a
 #   batch is copied.
 # - Put the work of a script that starts workers under ``if __name__ == "__main__":``

@@ -168,8 +168,8 @@ if __name__ == "__main__":
         print(f"4 shards, {n} workers:", [my_part(4, w, n) for w in range(n)])
 
 # %%
-# Now the check: every combination of 1, 2 and 4 shards (unequal sizes) with 0, 1 and
-# 2 (``workers``) worker processes. Every item must arrive exactly once. (effpt's tests check
+# Now the check: every combination of 1, 2 and 4 shards (unequal sizes) with 0 to
+# ``workers`` (here 2) worker processes. Every item must arrive exactly once. (effpt's tests check
 # the same split, :func:`effpt.data.shard_plan`, for 1–8 shards and 1–4 workers, and
 # through real worker processes under each start method.)
 if __name__ == "__main__":
@@ -260,7 +260,7 @@ if __name__ == "__main__":
     plt.show()
 
 # %%
-# On this build machine, the measured rates and ratios, with the interval the noise
+# On this machine, the measured rates and ratios, with the interval the noise
 # allows and the verdict it supports, and, for scale, the time it takes only to open and
 # read the 256 files, without decoding them:
 from effpt.bench import format_seconds, time_callable
@@ -291,8 +291,9 @@ if __name__ == "__main__":
 # opening and reading the 256 files costs here. Where that is small against an epoch's
 # median in the table (files on a local disk, in the page cache), the tar format has
 # little to save, and parsing the archive can cost more than it saves; it earns its
-# keep where opening a file is expensive, as on network file systems and object stores. Persistent workers save the start-up of the workers
-# every epoch, which counts most when an epoch is short compared with that start-up.
+# keep where opening a file is expensive, as on network file systems and object stores.
+# Persistent workers save the start-up of the workers every epoch, which counts most
+# when an epoch is short compared with that start-up.
 #
 # A damaged shard
 # ---------------
