@@ -177,6 +177,9 @@ def train(device: torch.device, epochs: int = 4) -> dict:
 # every rank waits at a barrier first: past it, all of them are done communicating.
 # ``destroy_process_group`` then runs however ``train`` ended, so that no rank leaves
 # its connections, threads and port behind.
+import gc
+
+
 def main(use_cuda: bool = True) -> dict:
     device = setup(use_cuda)
     try:
@@ -184,6 +187,9 @@ def main(use_cuda: bool = True) -> dict:
         dist.barrier()
         return result
     finally:
+        # A DDP model sits in reference cycles: free it now, while its group is still up,
+        # rather than at interpreter exit, when gloo's threads may still hold its tensors.
+        gc.collect()
         dist.destroy_process_group()
 
 
