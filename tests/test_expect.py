@@ -99,3 +99,8 @@ def test_a_record_with_a_verdict_that_contradicts_nothing_still_validates_its_fi
     path.write_text(json.dumps({**good, "verdict": "maybe"}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="verdict must be one of"):
         read_expectations(path)
+
+
+def test_a_unitless_measurement_prints_without_a_double_space():
+    e = expect("slope", (1.02, 1.01, 1.04), above=0.8, unit="", machine="cpu", show=False)
+    assert e.measured == "1.02 (1.01–1.04)"

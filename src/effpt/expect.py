@@ -86,8 +86,9 @@ class Expectation:
     def measured(self) -> str:
         """The measurement with its interval, e.g. ``'2.3× (2.1–2.5)'`` or ``'41.2 GB/s'``."""
         value = f"{_number(self.value)}{self.unit if self.unit == '×' else ' ' + self.unit}"
+        value = value.rstrip()  # a unitless quantity has no trailing space
         if self.low == self.high:  # a quantity without spread: no interval to show
-            return value.rstrip()
+            return value
         if self.unit == "×":
             return str(Ratio(self.value, self.low, self.high))
         return f"{value} ({_number(self.low)}–{_number(self.high)})"
