@@ -344,7 +344,7 @@ class MeasurementsDirective(Directive):
             lines = [f"*{t('No page of this build recorded a measurement.')}*"]
         machines = sorted({r.machine for r in rows})
         intro = (
-            [t("All timings below were taken on {machines}.", machines=", ".join(machines)), ""]
+            [t("All timings below were taken on {machines}.", machines="; ".join(machines)), ""]
             if machines
             else []
         )
