@@ -406,6 +406,7 @@ def browser(session: nox.Session) -> None:
     for binary in ("/usr/bin/chromium", "/usr/bin/chromedriver"):
         if not Path(binary).exists():
             session.error(f"{binary} is missing: apt-get install -y chromium chromium-driver")
+    _warn_without_cjk_font(session)
     _install_tools(session, "browser")
     axe_dir = Path(session.virtualenv.location) / "axe"
     axe_js = axe_dir / "node_modules" / "axe-core" / "axe.min.js"
@@ -422,6 +423,26 @@ def browser(session: nox.Session) -> None:
     )
 
 
+def _warn_without_cjk_font(session: nox.Session) -> None:
+    """Say so when no font here covers Chinese: the Chinese pages render as boxes.
+
+    A reader's system has one; without it the screenshots show empty boxes and Chromium
+    searches every font for each character, which is not what a reader's browser does.
+    """
+    probe = (
+        subprocess.run(
+            ["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False
+        )
+        if shutil.which("fc-list")
+        else None
+    )
+    if probe is None or not probe.stdout.strip():
+        session.warn(
+            "No font here covers Chinese (fc-list :lang=zh is empty): the Chinese pages "
+            "render as boxes. apt-get install -y fonts-noto-cjk"
+        )
+
+
 #: The newest Lighthouse that runs on Debian's Node.js 20 (13.x needs Node.js 22).
 LIGHTHOUSE = "lighthouse@12.8.2"
 
@@ -434,9 +455,11 @@ def lighthouse(session: nox.Session) -> None:
     port and runs Lighthouse from npm with Debian's chromium on the landing page,
     three gallery pages, an explanation, an API page, the measurements, compatibility
     and execution-times pages, and the Chinese landing page and a Chinese gallery page.
-    Prints the four scores, the compressed page weight and
-    the paint timings per page; fails under 0.90 for performance or under 1.00 for
-    accessibility, best practices or SEO. The CPU slowdown is fitted to this host
+    Prints the four scores, the compressed page weight and the paint timings per page.
+    Fails on facts: accessibility, best practices or SEO under 1.00, or a page over its
+    budgets (compressed bytes, requests, render-blocking requests, layout shift). The
+    performance score is measured from this host's task times, so it is an expectation:
+    each page's verdict against 0.90 is printed and never fails. The CPU slowdown is fitted to this host
     (Lighthouse's throttling guide); pass ``-- --no-calibrate`` for Lighthouse's fixed
     4x, or page paths to score other pages. Reports land in docs/_build/lighthouse.
     """
@@ -445,6 +468,7 @@ def lighthouse(session: nox.Session) -> None:
         session.error("No built site in docs/_build/html: run `nox -s docs` first.")
     if not Path("/usr/bin/chromium").exists():
         session.error("/usr/bin/chromium is missing: apt-get install -y chromium")
+    _warn_without_cjk_font(session)
     prefix = Path(session.virtualenv.location) / "lighthouse"
     binary = prefix / "node_modules" / ".bin" / "lighthouse"
     marker = prefix / ".effpt-installed"

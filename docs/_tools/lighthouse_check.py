@@ -3,10 +3,21 @@
 A local server sends the built site with gzip (``Content-Encoding: gzip`` for text
 types, as GitHub Pages does) and the same ten-minute cache lifetime. Lighthouse (from
 npm) drives Debian's chromium in its default mobile profile: a mid-range phone's
-screen, a four-times slower CPU and simulated slow 4G. For each page it prints the four
-category scores, the compressed transfer size and the paint timings, and it fails when
-performance is under 0.90 or accessibility, best practices or SEO under 1.00, listing
-the audits that cost points.
+screen, a slower CPU and simulated slow 4G. For each page it prints the four category
+scores, the compressed transfer size and the paint timings.
+
+What fails the run and what only reports, by the site's own rule (facts are asserted,
+expectations are measured):
+
+* **Facts** hold on every machine that builds the site, so they fail the run:
+  accessibility, best practices and SEO at 1.00 (audits of the page's markup, headers
+  and links), and the page's budgets (:data:`BUDGETS`): compressed bytes, requests,
+  render-blocking requests, layout shift.
+* **The performance score is an expectation.** Lighthouse derives it from the main
+  thread's task times measured on this host and multiplied by a CPU slowdown, so it
+  moves with the host's speed and load (on the 2-core CI box the same Chinese page
+  scored 0.82 to 0.97 between runs). Each page's verdict against 0.90 is printed,
+  "holds here" or "does not hold here", and never fails the run.
 
 Lighthouse emulates a phone's CPU by multiplying what it observes on this host by a
 slowdown, 4x by default, meant for a fast desktop. On a slower or busy host that counts
@@ -14,7 +25,7 @@ the host's slowness twice; by default this script fits the slowdown to the host 
 Lighthouse's throttling guide describes (:func:`cpu_slowdown`), measuring the host's
 benchmark index with a first run and with every run after it (the median of those
 sets the slowdown of the next page). ``--no-calibrate`` keeps Lighthouse's 4x. A page
-under the performance threshold is scored three times and its median run counts, as
+under the expected performance is scored three times and its median run counts, as
 Lighthouse's guide on score variability advises.
 
 The hosted site's canonical links point at its public address; the server stands in for
@@ -46,7 +57,21 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-THRESHOLDS = {"performance": 0.90, "accessibility": 1.0, "best-practices": 1.0, "seo": 1.0}
+#: Category scores that are facts: audits of markup, headers and links, the same on any host.
+THRESHOLDS = {"accessibility": 1.0, "best-practices": 1.0, "seo": 1.0}
+#: The performance score expected of every page; measured from this host's task times, so
+#: an expectation whose verdict is printed, never a failure.
+EXPECTED_PERFORMANCE = 0.90
+#: Budgets that are facts of the built page (name: (Lighthouse audit, limit, unit)). The
+#: landing pages, with their family pictures, weigh about 280 KiB compressed; a gallery
+#: page about 90 KiB in 13 requests; the one stylesheet is the one render-blocking request.
+#: Layout shift's limit is web.dev's "good" (0.1).
+BUDGETS = {
+    "compressed bytes": ("total-byte-weight", 400 * 1024, "B"),
+    "requests": ("network-requests", 25, ""),
+    "render-blocking requests": ("render-blocking-resources", 1, ""),
+    "cumulative layout shift": ("cumulative-layout-shift", 0.1, ""),
+}
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -154,7 +179,10 @@ class GzipHandler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", f"max-age={CACHE_SECONDS}")
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            return  # Lighthouse closes connections it no longer needs: not an error
 
 
 def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
@@ -194,7 +222,7 @@ def run_lighthouse(lighthouse: str, url: str, report: Path, slowdown: float | No
 def summarise(result: dict) -> dict:
     """Scores, compressed bytes and timings of one Lighthouse result."""
     audits = result["audits"]
-    scores = {key: result["categories"][key]["score"] for key in THRESHOLDS}
+    scores = {key: result["categories"][key]["score"] for key in ("performance", *THRESHOLDS)}
     return {
         "scores": scores,
         "bytes": audits["total-byte-weight"]["numericValue"],
@@ -218,17 +246,75 @@ def lost_points(result: dict, category: str) -> list[str]:
     return lines
 
 
+def budget_value(result: dict, audit_id: str) -> float:
+    """What a budget counts in one result: an audit's value, or its table's row count.
+
+    A budget whose audit is missing from the result raises: a Lighthouse that renamed an
+    audit must not pass every page unchecked.
+    """
+    if audit_id not in result["audits"]:
+        msg = f"Lighthouse's result has no audit {audit_id!r}; update BUDGETS"
+        raise KeyError(msg)
+    audit = result["audits"][audit_id]
+    if audit_id in {"network-requests", "render-blocking-resources"}:
+        return len((audit.get("details") or {}).get("items") or [])
+    return audit["numericValue"]
+
+
+def failed_facts(result: dict) -> list[str]:
+    """Why a page fails: category scores under their thresholds, budgets exceeded.
+
+    >>> ok = {"categories": {k: {"score": 1.0, "auditRefs": []} for k in THRESHOLDS},
+    ...       "audits": {"total-byte-weight": {"numericValue": 90_000},
+    ...                  "network-requests": {"details": {"items": [{}] * 13}},
+    ...                  "render-blocking-resources": {"details": {"items": [{}]}},
+    ...                  "cumulative-layout-shift": {"numericValue": 0.0}}}
+    >>> failed_facts(ok)
+    []
+    >>> ok["audits"]["render-blocking-resources"]["details"]["items"] *= 3
+    >>> failed_facts(ok)
+    ['budget: render-blocking requests 3 over 1']
+    """
+    lines = [
+        f"{key}: {line}"
+        for key, bar in THRESHOLDS.items()
+        if result["categories"][key]["score"] is None or result["categories"][key]["score"] < bar
+        for line in lost_points(result, key) or [f"score {result['categories'][key]['score']}"]
+    ]
+    for name, (audit_id, limit, unit) in BUDGETS.items():
+        value = budget_value(result, audit_id)
+        if value > limit:
+            shown = (
+                f"{value / 1024:.0f} KiB over {limit / 1024:.0f} KiB"
+                if unit == "B"
+                else (f"{value:g} over {limit:g}")
+            )
+            lines.append(f"budget: {name} {shown}")
+    return lines
+
+
+def performance_verdict(score: float | None) -> str:
+    """The expectation's verdict for one page's performance score.
+
+    >>> performance_verdict(0.93), performance_verdict(0.82), performance_verdict(None)
+    ('holds here', 'does not hold here', 'not measured')
+    """
+    if score is None:
+        return "not measured"
+    return "holds here" if score >= EXPECTED_PERFORMANCE else "does not hold here"
+
+
 def score_page(lighthouse: str, url: str, report: Path, slowdown: float | None) -> list[dict]:
-    """Score one page; a page under the performance threshold is scored twice more.
+    """Score one page; a page under the expected performance is scored twice more.
 
     Lighthouse's scores vary from run to run (its documentation on variability asks for
     the median of several runs); one run is enough for a page comfortably over the bar.
     Returns every run, the one with the median performance score first.
     """
     runs = [run_lighthouse(lighthouse, url, report, slowdown)]
-    if runs[0]["categories"]["performance"]["score"] < THRESHOLDS["performance"]:
+    if (runs[0]["categories"]["performance"]["score"] or 0) < EXPECTED_PERFORMANCE:
         runs += [run_lighthouse(lighthouse, url, report, slowdown) for _ in range(2)]
-        runs.sort(key=lambda r: r["categories"]["performance"]["score"])
+        runs.sort(key=lambda r: r["categories"]["performance"]["score"] or 0)
         runs.insert(0, runs.pop(1))
     report.write_text(json.dumps(runs[0]), encoding="utf-8")
     return runs
@@ -254,7 +340,7 @@ def main() -> int:
     args.reports.mkdir(parents=True, exist_ok=True)
     server, base = serve(site)
     print(f"Serving {site} with gzip at {base}; Lighthouse mobile profile, simulated slow 4G")
-    rows, failures = [], {}
+    rows, failures, verdicts = [], {}, {}
     began = time.monotonic()
     slowdown, indices = None, []
     try:
@@ -280,23 +366,38 @@ def main() -> int:
             rows.append((page, row))
             s = row["scores"]
             median = f", median of {len(runs)} runs" if len(runs) > 1 else ""
+            perf = "n/a " if s["performance"] is None else f"{s['performance']:.2f}"
             print(
-                f"{page:52} perf {s['performance']:.2f}  a11y {s['accessibility']:.2f}  "
+                f"{page:52} perf {perf}  a11y {s['accessibility']:.2f}  "
                 f"bp {s['best-practices']:.2f}  seo {s['seo']:.2f}  "
                 f"{row['bytes'] / 1024:5.0f} KiB  FCP {row['fcp_s']:.1f} s  "
                 f"LCP {row['lcp_s']:.1f} s  TBT {row['tbt_ms']:4.0f} ms  CLS {row['cls']:.3f}  "
                 f"(host index {row['benchmark']:.0f}, CPU {row['slowdown']:.1f}x{median})",
                 flush=True,
             )
-            below = [k for k, v in THRESHOLDS.items() if s[k] is None or s[k] < v]
-            if below:
-                failures[page] = [f"{k}: {line}" for k in below for line in lost_points(result, k)]
+            failed = failed_facts(result)
+            if failed:
+                failures[page] = failed
+            verdicts[page] = (performance_verdict(s["performance"]), s["performance"], row)
     finally:
         server.shutdown()
     print(f"\n{len(rows)} pages in {time.monotonic() - began:.0f} s; reports in {args.reports}")
     (args.reports / "summary.json").write_text(json.dumps(dict(rows), indent=1), encoding="utf-8")
+    holding = [p for p, (verdict, _, _) in verdicts.items() if verdict == "holds here"]
+    print(
+        f"\nExpectation: performance at least {EXPECTED_PERFORMANCE:.2f} in Lighthouse's mobile "
+        f"profile, CPU slowdown fitted to this host. Holds here on {len(holding)} of "
+        f"{len(verdicts)} pages."
+    )
+    for page, (verdict, score, row) in verdicts.items():
+        if verdict != "holds here":
+            shown = "no score" if score is None else f"{score:.2f}"
+            print(
+                f"  {verdict}: {page} ({shown}; TBT {row['tbt_ms']:.0f} ms, "
+                f"LCP {row['lcp_s']:.1f} s, host index {row['benchmark']:.0f})"
+            )
     for page, lines in failures.items():
-        print(f"\n{page} is under the thresholds {THRESHOLDS}:")
+        print(f"\n{page} fails the facts (scores {THRESHOLDS}, budgets {list(BUDGETS)}):")
         for line in lines:
             print(f"  - {line}")
     return 1 if failures else 0
