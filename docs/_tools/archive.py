@@ -32,6 +32,8 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from chromium import webdriver
+
 #: What is left out of the site: Sphinx's caches and build info, the theme's source maps.
 SKIP = re.compile(r"(^|/)(\.doctrees|\.buildinfo[^/]*)(/|$)|\.map$")
 
@@ -195,35 +197,14 @@ def _pages(site: Path) -> list[Path]:
 
 
 def check(archive: Path) -> int:
-    from selenium import webdriver  # noqa: PLC0415  (the browser group)
-    from selenium.webdriver.chrome.service import Service  # noqa: PLC0415
-
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(archive) as zf:
             zf.extractall(tmp)
         (top,) = Path(tmp).iterdir()
         site = top / "site"
-        options = webdriver.ChromeOptions()
-        options.binary_location = "/usr/bin/chromium"
-        for flag in (
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1280,900",
-        ):
-            options.add_argument(flag)
-        options.add_argument(f"--user-data-dir={tmp}/chromium-profile")
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-        driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+        driver = webdriver(f"{tmp}/chromium-profile")
         failures: dict[str, list[str]] = {}
         try:
-            driver.get("about:blank")
-            driver.get_log("browser")
-            driver.get_log("performance")
             for page in _pages(site):
                 driver.get(page.as_uri())
                 driver.execute_script(EAGER_JS)  # every picture, not only those on screen

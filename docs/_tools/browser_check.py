@@ -14,60 +14,17 @@ Usage: python browser_check.py SITE_DIR AXE_JS SCREENSHOT_DIR
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import sys
-import threading
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+from chromium import serve, webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 PAGE_BUDGET_BYTES = 1_500_000
 SERIOUS = {"serious", "critical"}
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-quic",
-    "--window-size=1280,900",
-]
-
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: ARG002  (http.server's signature)
-        return
-
-
-def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    handler = functools.partial(QuietHandler, directory=str(site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
-
-
-def make_driver() -> webdriver.Chrome:
-    options = webdriver.ChromeOptions()
-    options.binary_location = "/usr/bin/chromium"
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir=/tmp/effpt-chromium-{time.time_ns()}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
-    # Drop what Chromium's own start-up page logged before the first page of the site.
-    driver.get("about:blank")
-    time.sleep(0.5)
-    driver.get_log("performance")
-    driver.get_log("browser")
-    return driver
 
 
 def network_problems(driver, base: str) -> tuple[list[str], int]:
@@ -256,7 +213,8 @@ def main() -> int:
     pages += [f"zh_CN/{path}" for path in pages if (site / "zh_CN" / path).is_file()]
     axe_source = axe_js.read_text(encoding="utf-8")
     server, base = serve(site)
-    driver = make_driver()
+    base = base.rstrip("/")  # pages below are joined as f"{base}/{path}"
+    driver = webdriver(f"/tmp/effpt-chromium-{time.time_ns()}", "--disable-quic")
     failures: dict[str, list[str]] = {}
     all_violations: dict[str, int] = {}
     try:
@@ -299,6 +257,7 @@ def main() -> int:
     finally:
         driver.quit()
         server.shutdown()
+        server.server_close()
     print(f"\n{len(pages)} pages checked; screenshots in {shots}")
     if all_violations:
         print("axe-core findings (all impacts; pages affected):")

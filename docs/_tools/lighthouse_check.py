@@ -44,18 +44,15 @@ Pages are paths relative to SITE_DIR; without any, a default sample is scored. S
 from __future__ import annotations
 
 import argparse
-import gzip
-import http.server
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+
+from chromium import CHROMIUM, chromium_flags, serve
 
 #: Category scores that are facts: audits of markup, headers and links, the same on any host.
 THRESHOLDS = {"accessibility": 1.0, "best-practices": 1.0, "seo": 1.0}
@@ -72,19 +69,6 @@ BUDGETS = {
     "render-blocking requests": ("render-blocking-resources", 1, ""),
     "cumulative layout shift": ("cumulative-layout-shift", 0.1, ""),
 }
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
-#: What GitHub Pages compresses: text, markup, scripts, styles, fonts that are not already.
-COMPRESSIBLE = re.compile(r"^(text/|application/(javascript|json|xml|x-javascript)|image/svg)")
-CACHE_SECONDS = 600  # GitHub Pages sends Cache-Control: max-age=600
 
 
 def cpu_slowdown(benchmark_index: float) -> float:
@@ -126,77 +110,6 @@ def default_sample(site: Path) -> list[str]:
     return [p for p in dict.fromkeys(pages) if (site / p).is_file()]
 
 
-def public_base(site: Path) -> str | None:
-    """The site's public base URL, read from the landing page's canonical link."""
-    html = (site / "index.html").read_text(encoding="utf-8")
-    match = re.search(r'<link rel="canonical" href="([^"]+)"', html)
-    if not match:
-        return None
-    return match.group(1).rsplit("/", 1)[0] + "/"
-
-
-class GzipHandler(http.server.SimpleHTTPRequestHandler):
-    """Serve files as GitHub Pages does: gzip for text types, a ten-minute cache lifetime."""
-
-    site: Path
-    rewrite: tuple[str, str] | None = None
-    cache: dict[tuple[str, bool], bytes] = {}  # noqa: RUF012  (shared by design)
-    lock = threading.Lock()
-
-    def log_message(self, format, *args):  # noqa: ARG002  (http.server's signature)
-        return
-
-    def do_GET(self):
-        path = self.site / unquote(urlparse(self.path).path).lstrip("/")
-        if path.is_dir():
-            if not self.path.split("?")[0].endswith("/"):
-                self.send_response(301)
-                self.send_header("Location", self.path.split("?")[0] + "/")
-                self.end_headers()
-                return
-            path /= "index.html"
-        if not path.resolve().is_relative_to(self.site.resolve()) or not path.is_file():
-            self.send_error(404)
-            return
-        ctype = self.guess_type(str(path))
-        gz = "gzip" in self.headers.get("Accept-Encoding", "") and bool(COMPRESSIBLE.match(ctype))
-        key = (str(path), gz)
-        with self.lock:
-            body = self.cache.get(key)
-        if body is None:
-            body = path.read_bytes()
-            if self.rewrite and path.suffix in {".html", ".xml"}:
-                body = body.replace(*(s.encode() for s in self.rewrite))
-            if gz:
-                body = gzip.compress(body, compresslevel=6, mtime=0)
-            with self.lock:
-                self.cache[key] = body
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        if gz:
-            self.send_header("Content-Encoding", "gzip")
-            self.send_header("Vary", "Accept-Encoding")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", f"max-age={CACHE_SECONDS}")
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            return  # Lighthouse closes connections it no longer needs: not an error
-
-
-def serve(site: Path) -> tuple[http.server.ThreadingHTTPServer, str]:
-    """Start the gzip server on a free local port; return it and its base URL."""
-    handler = type("Handler", (GzipHandler,), {"site": site, "cache": {}})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
-    public = public_base(site)
-    if public:
-        handler.rewrite = (public, base)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, base
-
-
 def run_lighthouse(lighthouse: str, url: str, report: Path, slowdown: float | None) -> dict:
     """One Lighthouse run in the default mobile profile; returns its JSON result.
 
@@ -209,12 +122,12 @@ def run_lighthouse(lighthouse: str, url: str, report: Path, slowdown: float | No
         "--output=json",
         f"--output-path={report}",
         "--only-categories=performance,accessibility,best-practices,seo",
-        f"--chrome-flags={' '.join(CHROMIUM_FLAGS)}",
+        f"--chrome-flags={' '.join(chromium_flags())}",
         "--max-wait-for-load=60000",
     ]
     if slowdown is not None:
         command.append(f"--throttling.cpuSlowdownMultiplier={slowdown:.2f}")
-    env = {**os.environ, "CHROME_PATH": os.environ.get("CHROME_PATH", "/usr/bin/chromium")}
+    env = {**os.environ, "CHROME_PATH": os.environ.get("CHROME_PATH", CHROMIUM)}
     subprocess.run(command, check=True, env=env, timeout=300)
     return json.loads(report.read_text(encoding="utf-8"))
 
@@ -338,7 +251,7 @@ def main() -> int:
         return 2
     pages = args.pages or default_sample(site)
     args.reports.mkdir(parents=True, exist_ok=True)
-    server, base = serve(site)
+    server, base = serve(site, as_github_pages=True)
     print(f"Serving {site} with gzip at {base}; Lighthouse mobile profile, simulated slow 4G")
     rows, failures, verdicts = [], {}, {}
     began = time.monotonic()
@@ -381,6 +294,7 @@ def main() -> int:
             verdicts[page] = (performance_verdict(s["performance"]), s["performance"], row)
     finally:
         server.shutdown()
+        server.server_close()
     print(f"\n{len(rows)} pages in {time.monotonic() - began:.0f} s; reports in {args.reports}")
     (args.reports / "summary.json").write_text(json.dumps(dict(rows), indent=1), encoding="utf-8")
     holding = [p for p, (verdict, _, _) in verdicts.items() if verdict == "holds here"]
