@@ -38,26 +38,37 @@ DOCS = ROOT / "docs"
 BUILD = DOCS / "_build"
 
 
-def install(session: nox.Session, *groups: str, editable: bool = True) -> None:
-    """Install effpt and dependency groups under the constraints, unless already done.
+def _once(marker: Path, *parts: object, needs: Path | None = None):
+    """What to call once an install has run, or None when it need not run.
 
-    A marker in the virtual environment holds a hash of what was installed, so a
-    second run of an unchanged session skips pip entirely (seconds, not minutes).
+    Every cached install here goes through this: the environment keeps a marker file
+    with a hash of what it was built from (constraints, pyproject.toml, the requirement
+    list, a version), so an unchanged session skips pip or npm (seconds, not minutes).
+    ``needs`` is a file the install makes; when it is missing the install runs anyway.
+    The marker is written only by the returned function, so a failed install runs again.
     """
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.read_bytes() if isinstance(part, Path) else repr(part).encode())
+    key = digest.hexdigest()
+    if marker.is_file() and marker.read_text() == key and (needs is None or needs.exists()):
+        return None
+    return lambda: marker.write_text(key)
+
+
+def install(session: nox.Session, *groups: str, editable: bool = True) -> None:
+    """Install effpt and dependency groups under the constraints, unless already done."""
     requirements = [
         req for group in groups for req in nox.project.dependency_groups(PYPROJECT, group)
     ]
-    digest = hashlib.sha256()
-    for path in (CONSTRAINTS, ROOT / "pyproject.toml"):
-        digest.update(path.read_bytes())
-    digest.update(repr((groups, editable)).encode())
     marker = Path(session.virtualenv.location) / ".effpt-installed"
-    if marker.is_file() and marker.read_text() == digest.hexdigest():
+    done = _once(marker, CONSTRAINTS, ROOT / "pyproject.toml", (groups, editable))
+    if done is None:
         session.log("Dependencies unchanged since the last install: skipping pip.")
         return
     package = ["-e", "."] if editable else ["."]
     session.install("-c", str(CONSTRAINTS), *package, *requirements)
-    marker.write_text(digest.hexdigest())
+    done()
 
 
 @nox.session
@@ -85,13 +96,12 @@ def fmt(session: nox.Session) -> None:
 def _install_tools(session: nox.Session, group: str) -> None:
     """Install a tool-only group (no effpt, no torch) under the constraints."""
     requirements = nox.project.dependency_groups(PYPROJECT, group)
-    marker = Path(session.virtualenv.location) / ".effpt-installed"
-    key = hashlib.sha256(CONSTRAINTS.read_bytes() + repr(requirements).encode()).hexdigest()
-    if marker.is_file() and marker.read_text() == key:
+    done = _once(Path(session.virtualenv.location) / ".effpt-installed", CONSTRAINTS, requirements)
+    if done is None:
         session.log("Tools unchanged since the last install: skipping pip.")
         return
     session.install("-c", str(CONSTRAINTS), *requirements)
-    marker.write_text(key)
+    done()
 
 
 @nox.session
@@ -123,13 +133,12 @@ def _reader_python(session: nox.Session) -> Path:
     tag = hashlib.sha256(str(ROOT).encode()).hexdigest()[:8]
     env_dir = Path(tempfile.gettempdir()) / f"effpt-reader-env-{tag}"
     python = env_dir / "bin" / "python"
-    marker = env_dir / ".effpt-deps"
-    key = hashlib.sha256(CONSTRAINTS.read_bytes() + (ROOT / "pyproject.toml").read_bytes())
     pip = [str(python), "-m", "pip", "install", "--quiet"]
-    if not (python.is_file() and marker.is_file() and marker.read_text() == key.hexdigest()):
+    done = _once(env_dir / ".effpt-deps", CONSTRAINTS, ROOT / "pyproject.toml", needs=python)
+    if done is not None:
         session.run("python", "-m", "venv", "--clear", str(env_dir))
         session.run(*pip, "-c", str(CONSTRAINTS), str(wheel), external=True)
-        marker.write_text(key.hexdigest())
+        done()
     session.run(*pip, "--no-deps", "--force-reinstall", str(wheel), external=True)
     return python
 
@@ -345,9 +354,8 @@ def compat(session: nox.Session) -> None:
     constraints = Path(session.create_tmp()) / f"constraints-torch-{version}.txt"
     constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
     test_reqs = nox.project.dependency_groups(PYPROJECT, "test")
-    marker = env_dir / ".effpt-installed"
-    key = hashlib.sha256(constraints.read_bytes() + repr(test_reqs).encode()).hexdigest()
-    if not (python.is_file() and marker.is_file() and marker.read_text() == key):
+    done = _once(env_dir / ".effpt-installed", constraints, test_reqs, needs=python)
+    if done is not None:
         session.run("python", "-m", "venv", "--clear", str(env_dir))
         command = [
             str(python),
@@ -376,7 +384,7 @@ def compat(session: nox.Session) -> None:
                 f"torch=={version} cannot be installed here: "
                 + (" ".join(reason) or result.stderr.strip()[-800:])
             )
-        marker.write_text(key)
+        done()
         session.log(f"Installed torch {version} in {time.monotonic() - began:.0f} s")
     out = COMPAT_DATA / f"torch-{version}.json"
     session.run(
@@ -410,10 +418,13 @@ def browser(session: nox.Session) -> None:
     _install_tools(session, "browser")
     axe_dir = Path(session.virtualenv.location) / "axe"
     axe_js = axe_dir / "node_modules" / "axe-core" / "axe.min.js"
-    if not axe_js.is_file():
+    axe_dir.mkdir(exist_ok=True)
+    done = _once(axe_dir / ".effpt-installed", AXE_CORE, needs=axe_js)
+    if done is not None:
         session.run(
             "npm", "install", "--no-save", "--prefix", str(axe_dir), AXE_CORE, external=True
         )
+        done()
     session.run(
         "python",
         str(DOCS / "_tools" / "browser_check.py"),
@@ -471,8 +482,8 @@ def lighthouse(session: nox.Session) -> None:
     _warn_without_cjk_font(session)
     prefix = Path(session.virtualenv.location) / "lighthouse"
     binary = prefix / "node_modules" / ".bin" / "lighthouse"
-    marker = prefix / ".effpt-installed"
-    if not (binary.is_file() and marker.is_file() and marker.read_text() == LIGHTHOUSE):
+    done = _once(prefix / ".effpt-installed", LIGHTHOUSE, needs=binary)
+    if done is not None:
         session.run(
             "npm",
             "install",
@@ -484,7 +495,7 @@ def lighthouse(session: nox.Session) -> None:
             LIGHTHOUSE,
             external=True,
         )
-        marker.write_text(LIGHTHOUSE)
+        done()
     session.run(
         "python",
         str(DOCS / "_tools" / "lighthouse_check.py"),
