@@ -12,7 +12,7 @@ from docutils.utils import new_document
 from sphinx.errors import ExtensionError
 from sphinx.search import _MINIFIED_JS_PATH
 
-from effpt_site import i18n
+from effpt_site import catalogues, coverage, i18n
 
 HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
 
@@ -31,7 +31,7 @@ def test_a_good_catalogue_is_counted(tmp_path):
         'msgid "Use :func:`torch.sum` on ``x``."\nmsgstr "对 ``x`` 用 :func:`torch.sum`。"\n\n'
         '#, fuzzy\nmsgid "Old text"\nmsgstr "旧文"\n\nmsgid "Not yet"\nmsgstr ""\n',
     )
-    counts = i18n.check_catalogues(tmp_path, "zh_CN")
+    counts = catalogues.check_catalogues(tmp_path, "zh_CN")
     assert (counts.translated, counts.fuzzy, counts.total) == (1, 1, 3)
 
 
@@ -46,7 +46,7 @@ def test_a_good_catalogue_is_counted(tmp_path):
 def test_a_syntax_error_names_the_file_and_line(tmp_path, body, line):
     path = write_po(tmp_path, body)
     with pytest.raises(ExtensionError, match=rf"{path}:{line}: this translation catalogue"):
-        i18n.check_catalogues(tmp_path, "zh_CN")
+        catalogues.check_catalogues(tmp_path, "zh_CN")
 
 
 def test_markup_that_no_longer_matches_names_the_file_and_line(tmp_path):
@@ -56,13 +56,13 @@ def test_markup_that_no_longer_matches_names_the_file_and_line(tmp_path):
     )
     path = write_po(tmp_path, body)
     with pytest.raises(ExtensionError, match=rf"{path}:8: the translation's reST markup"):
-        i18n.check_catalogues(tmp_path, "zh_CN")
+        catalogues.check_catalogues(tmp_path, "zh_CN")
 
 
 def test_a_translated_link_text_is_fine_but_its_target_must_stay(tmp_path):
     body = 'msgid "See :doc:`the timing page </explanations/timing>`."\nmsgstr "见 :doc:`计时一页 </explanations/timing>`。"\n'
     write_po(tmp_path, body)
-    assert i18n.check_catalogues(tmp_path, "zh_CN").translated == 1
+    assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1
 
 
 def test_page_coverage_counts_what_sphinx_translated():
@@ -72,9 +72,9 @@ def test_page_coverage_counts_what_sphinx_translated():
         node.source = "page.rst"
     paragraphs = list(document.findall(lambda n: n.tagname == "paragraph"))
     paragraphs[0]["translated"] = True
-    coverage = i18n.page_coverage(document)
-    assert coverage.translated == 1
-    assert coverage.total >= 2
+    counted = coverage.page_coverage(document)
+    assert counted.translated == 1
+    assert counted.total >= 2
 
 
 def test_the_extension_strings_fall_back_to_english():
@@ -127,9 +127,9 @@ def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
     body = 'msgid "Read ``x.grad`` (the sum)."\nmsgstr "读取 ``x.grad``（总和）。"\n'
     path = write_po(tmp_path, body)
     with pytest.raises(ExtensionError, match=rf"{path}:5: the translation is not valid reST"):
-        i18n.check_catalogues(tmp_path, "zh_CN")
+        catalogues.check_catalogues(tmp_path, "zh_CN")
     path.write_text(HEADER + body.replace("``（", "``\\\\ （"), encoding="utf-8")
-    assert i18n.check_catalogues(tmp_path, "zh_CN").translated == 1
+    assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1
 
 
 @pytest.mark.parametrize(

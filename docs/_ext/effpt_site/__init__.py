@@ -11,8 +11,10 @@
 * :mod:`effpt_site.page_checks`: checks that fail the build, and the freshness line.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
-* :mod:`effpt_site.i18n`: the Chinese edition's checks, coverage and this extension's
-  own strings in each language.
+* :mod:`effpt_site.i18n`: this extension's own strings in each language, and the
+  translated build's settings; :mod:`effpt_site.catalogues` checks the catalogues,
+  :mod:`effpt_site.coverage` counts what they translated, :mod:`effpt_site.thumbnails`
+  translates the gallery's cards.
 * :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
 * :mod:`effpt_site.api`: minigalleries in the API reference, offline API names.
 * :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
@@ -29,46 +31,35 @@ The package imports effpt (the reader-facing library); effpt never imports it.
 
 from __future__ import annotations
 
-from effpt_site import (
-    a11y,
-    api,
-    assets,
-    before_you_start,
-    cards,
-    compat,
-    exec_times,
-    expectations,
-    i18n,
-    images,
-    measurements,
-    page_checks,
-    plain_text,
-    reader_links,
-    related,
-    seo,
+import importlib
+
+#: The extension's modules that register with Sphinx, each by its own ``setup``.
+MODULES = (
+    "a11y",
+    "api",
+    "assets",
+    "before_you_start",
+    "cards",
+    "catalogues",
+    "compat",
+    "coverage",
+    "exec_times",
+    "expectations",
+    "i18n",
+    "images",
+    "measurements",
+    "page_checks",
+    "plain_text",
+    "reader_links",
+    "related",
+    "seo",
+    "thumbnails",
 )
 
 
 def setup(app):
-    for module in (
-        a11y,
-        api,
-        assets,
-        before_you_start,
-        cards,
-        compat,
-        exec_times,
-        expectations,
-        i18n,
-        images,
-        measurements,
-        page_checks,
-        plain_text,
-        reader_links,
-        related,
-        seo,
-    ):
-        module.setup(app)
+    for name in MODULES:
+        importlib.import_module(f"effpt_site.{name}").setup(app)
     app.add_config_value("effpt_families", [], "env")
     app.add_css_file("effpt.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

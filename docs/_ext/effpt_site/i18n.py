@@ -1,38 +1,30 @@
-"""The Chinese edition: this extension's own strings, the catalogues' checks and coverage.
+"""The site in each language: this extension's own strings, and the translated build's settings.
 
 The pages' text is translated the standard way: ``nox -s translations`` runs Sphinx's
 gettext builder and ``sphinx-intl``, translators edit docs/locale/zh_CN/LC_MESSAGES/*.po,
 and ``nox -s docs`` builds the Chinese site from the same executed pages (nothing runs
-twice). This module adds what that pipeline lacks:
+twice). This module holds what that pipeline lacks:
 
 * the few strings this extension writes itself (the run stamp, the torch badge, table
-  headers), in :data:`MESSAGES`; volatile text such as dates, machines and timings is
-  rendered by directives whose nodes are never extracted as messages;
-* a check of every catalogue before the build: a ``.po`` syntax error, or a translation
-  whose reST markup (roles, inline literals, links) no longer matches its English,
-  fails the build naming the file and line;
-* coverage, counted on the pages as built: the share of messages the catalogues
-  translated (a message whose English changed since, or whose translation is fuzzy,
-  counts as untranslated), printed per language, failing the build below
-  ``effpt_translation_threshold``;
-* a note on every translated page that still shows English passages, linking to the
-  English page;
+  headers), in :data:`MESSAGES`, used through :func:`translate`; volatile text such as
+  dates, machines and timings is rendered by directives whose nodes are never extracted
+  as messages (:func:`freeze`);
+* the theme's visible option texts and Chinese search, per language;
 * the API reference's docstrings stay English (they are effpt's own documentation).
+
+The catalogues' checks are in :mod:`effpt_site.catalogues`, the coverage count and the
+"still English" note in :mod:`effpt_site.coverage`, the gallery's cards in
+:mod:`effpt_site.thumbnails`.
 """
 
 from __future__ import annotations
 
-import html
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
-from sphinx.errors import ExtensionError
-from sphinx.util import logging
 
-logger = logging.getLogger(__name__)
+from effpt_site.catalogues import read_catalogue
 
 #: Languages of the site, with the name a reader looks for in the switch.
 LANGUAGES = {"en": "English", "zh_CN": "中文"}
@@ -247,204 +239,6 @@ def lookup(app, docname: str, message: str) -> str | None:
     return _LOOKUPS[path].get(" ".join(message.split()))
 
 
-# -- the catalogues ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class Coverage:
-    """Messages of a catalogue: translated (and not fuzzy), fuzzy, and all of them."""
-
-    translated: int
-    fuzzy: int
-    total: int
-
-    @property
-    def share(self) -> float:
-        """Translated and not fuzzy, as a fraction of all messages (1.0 for none)."""
-        return self.translated / self.total if self.total else 1.0
-
-
-#: Inline reST markup that a translation must carry over unchanged: roles with their
-#: targets, inline literals and hyperlink targets.
-_MARKUP = re.compile(r":[\w:+-]+:`[^`]+`|``[^`]+``|`[^`<]*<[^>]+>`_")
-
-
-def _markup(text: str) -> list[str]:
-    """The inline markup of ``text`` that must survive translation, sorted.
-
-    A role's shown text may change (``:doc:`Broadcasting </x>``` to a Chinese title),
-    so only its target counts.
-
-    Examples
-    --------
-    >>> _markup("See :func:`torch.sum` and ``x += y``, or :doc:`this page </a/b>`.")
-    [':doc:/a/b', ':func:torch.sum', '``x += y``']
-    """
-    found = []
-    for token in _MARKUP.findall(text):
-        if token.startswith(":"):
-            role, _, rest = token[1:].partition(":`")
-            target = re.search(r"<([^>]+)>`$", rest)
-            found.append(f":{role}:{target.group(1) if target else rest[:-1].lstrip('~!')}")
-        elif token.startswith("``"):
-            found.append(token)
-        else:
-            found.append(re.sub(r"^`[^`<]*", "`", token))
-    return sorted(found)
-
-
-def catalogues(srcdir: str | Path, language: str) -> list[Path]:
-    """Every .po file of ``language`` under docs/locale."""
-    folder = Path(srcdir) / "locale" / language / "LC_MESSAGES"
-    return sorted(folder.rglob("*.po")) if folder.is_dir() else []
-
-
-#: A line of a .po file: blank, a comment, a keyword with one closed string, or a
-#: continuation string. Babel forgives an unclosed string by dropping it; we don't.
-_PO_LINE = re.compile(
-    r'^(?:\s*|#.*|(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)\s+"(?:[^"\\]|\\.)*"\s*'
-    r'|"(?:[^"\\]|\\.)*"\s*)$'
-)
-
-
-def read_catalogue(path: Path):
-    """Parse one .po file; a syntax error fails the build naming the file and line."""
-    from babel.messages.pofile import PoFileError, read_po  # noqa: PLC0415
-
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not _PO_LINE.match(line):
-            msg = f"{path}:{number}: this translation catalogue cannot be read: {line!r} is not a .po line (an unclosed string?)"
-            raise ExtensionError(msg)
-    try:
-        with path.open("rb") as f:
-            return read_po(f, abort_invalid=True)
-    except PoFileError as exc:
-        line = exc.lineno + 1  # babel counts lines from 0
-        msg = f"{path}:{line}: this translation catalogue cannot be read: {exc}"
-        raise ExtensionError(msg) from exc
-
-
-_ROLE = re.compile(r":[\w:+-]+:`([^`]+)`")
-
-
-def rst_problems(text: str) -> list[str]:
-    """What docutils reports when it parses ``text`` as reST (roles read as literals).
-
-    Examples
-    --------
-    >>> rst_problems("Call :func:`torch.compile` once.")
-    []
-    >>> rst_problems("调用 ``x``（一次）")[0]
-    'Inline literal start-string without end-string.'
-    """
-    from docutils.core import publish_doctree  # noqa: PLC0415
-
-    # Roles become inline literals: the same rules for where inline markup may start
-    # and end, without touching the roles Sphinx has registered in this process.
-    plain = _ROLE.sub(lambda m: "``" + m.group(1).replace("`", "") + "``", text)
-    settings = {
-        "report_level": 5,
-        "halt_level": 5,
-        "warning_stream": False,
-        "file_insertion_enabled": False,
-        "raw_enabled": False,
-    }
-    doctree = publish_doctree(plain, settings_overrides=settings)
-    return [
-        message.children[0].astext() if message.children else message.astext()
-        for message in doctree.findall(nodes.system_message)
-        if message["level"] >= 2
-    ]
-
-
-def check_catalogue(path: Path, syntax: str = "rst") -> Coverage:
-    """Validate one catalogue's markup and count its messages.
-
-    A translated message whose roles, literals or link targets differ from its English,
-    or (for a page written in reST) that docutils cannot parse where its English parses,
-    fails the build with the file and the line of the message.
-    """
-    catalog = read_catalogue(path)
-    translated = fuzzy = total = 0
-    for message in catalog:
-        if not message.id:
-            continue  # the header
-        total += 1
-        if message.fuzzy:
-            fuzzy += 1
-            continue
-        if not message.string:
-            continue
-        if _markup(message.id) != _markup(message.string):
-            lineno = message.lineno
-            msg = (
-                f"{path}:{lineno}: the translation's reST markup does not match its English "
-                f"(English has {_markup(message.id)}, the translation {_markup(message.string)})"
-            )
-            raise ExtensionError(msg)
-        if syntax == "rst":
-            new = set(rst_problems(message.string)) - set(rst_problems(message.id))
-            if new:
-                msg = (
-                    f"{path}:{message.lineno}: the translation is not valid reST: "
-                    f"{'; '.join(sorted(new))} (inline markup next to a full-width character "
-                    "needs an escaped space, e.g. ``x``\\ （)"
-                )
-                raise ExtensionError(msg)
-        translated += 1
-    return Coverage(translated, fuzzy, total)
-
-
-def syntax_of(srcdir: str | Path, catalogue: Path, language: str) -> str:
-    """ "md" for a catalogue of a MyST page, else "rst" (gallery pages, API pages)."""
-    root = Path(srcdir) / "locale" / language / "LC_MESSAGES"
-    docname = catalogue.relative_to(root).with_suffix("")
-    return "md" if (Path(srcdir) / docname).with_suffix(".md").is_file() else "rst"
-
-
-def check_catalogues(srcdir: str | Path, language: str) -> Coverage:
-    """Check every catalogue of ``language``; return their message counts together."""
-    counts = [
-        check_catalogue(path, syntax_of(srcdir, path, language))
-        for path in catalogues(srcdir, language)
-    ]
-    return Coverage(
-        sum(c.translated for c in counts),
-        sum(c.fuzzy for c in counts),
-        sum(c.total for c in counts),
-    )
-
-
-def _check_catalogues(app) -> None:
-    """builder-inited: every catalogue of a translated build must parse and keep its markup."""
-    language = language_of(app)
-    if language == "en" or app.builder.name == "gettext":
-        return
-    if not catalogues(app.srcdir, language):
-        msg = f"no catalogues for language {language!r} under {Path(app.srcdir) / 'locale'}"
-        raise ExtensionError(msg)
-    counts = check_catalogues(app.srcdir, language)
-    logger.info(
-        "effpt: %s catalogues: %d messages, %d fuzzy (fuzzy ones are shown in English)",
-        language,
-        counts.total,
-        counts.fuzzy,
-    )
-
-
-def page_coverage(doctree) -> Coverage:
-    """How many of a translated page's messages the catalogues translated.
-
-    Counted on the page as it is now, after Sphinx applied the catalogues: a message
-    that changed in English since it was translated counts as untranslated.
-    """
-    from sphinx.util.nodes import extract_messages  # noqa: PLC0415
-
-    total = translated = 0
-    for node, _message in extract_messages(doctree):
-        total += 1
-        translated += bool(node.get("translated"))
-    return Coverage(translated, 0, total)
-
-
 def _keep_docstrings_english(app, doctree) -> None:  # noqa: ARG001  (Sphinx's signature)
     """doctree-read: the API reference's docstrings stay English in every edition.
 
@@ -459,123 +253,6 @@ def _keep_docstrings_english(app, doctree) -> None:  # noqa: ARG001  (Sphinx's s
     for element in doctree.findall(addnodes.desc_content):
         for name in element.findall(nodes.field_name):
             name["translatable"] = False
-
-
-def _count_page(app, doctree) -> None:
-    """doctree-read: remember each translated page's coverage."""
-    if language_of(app) == "en" or app.builder.name == "gettext":
-        return
-    if not hasattr(app.env, "effpt_coverage"):
-        app.env.effpt_coverage = {}
-    app.env.effpt_coverage[app.env.docname] = page_coverage(doctree)
-
-
-def _forget_page(app, env, docname: str) -> None:  # noqa: ARG001  (Sphinx's signature)
-    getattr(env, "effpt_coverage", {}).pop(docname, None)
-
-
-def _report_coverage(app, exception) -> None:
-    """build-finished: print the share translated; fail below the threshold."""
-    language = language_of(app)
-    if exception is not None or language == "en" or app.builder.name == "gettext":
-        return
-    per_doc = getattr(app.env, "effpt_coverage", {})
-    whole = Coverage(
-        sum(c.translated for c in per_doc.values()), 0, sum(c.total for c in per_doc.values())
-    )
-    stale = sorted(doc for doc, c in per_doc.items() if c.translated < c.total)
-    logger.info(
-        "effpt: %s translation: %.1f %% of %d messages translated and not fuzzy; "
-        "%d of %d pages show some English%s",
-        language,
-        100 * whole.share,
-        whole.total,
-        len(stale),
-        len(per_doc),
-        f" ({', '.join(stale[:8])}{', ...' if len(stale) > 8 else ''})" if stale else "",
-    )
-    threshold = float(app.config.effpt_translation_threshold)
-    if whole.share < threshold:
-        msg = (
-            f"the {language} translation covers {whole.share:.1%} of its messages, below "
-            f"effpt_translation_threshold = {threshold:.0%}; run `nox -s translations` "
-            "and translate what it lists"
-        )
-        raise ExtensionError(msg)
-
-
-def _note_stale(app, doctree, docname: str) -> None:
-    """doctree-resolved: say on a translated page that parts of it are still English."""
-    if language_of(app) == "en":
-        return
-    coverage = getattr(app.env, "effpt_coverage", {}).get(docname)
-    if coverage is None or coverage.translated == coverage.total:
-        return
-    language = language_of(app)
-    missing = coverage.total - coverage.translated
-    # The English site is the parent of this one: up to this site's root, then one more.
-    english = "../" * (docname.count("/") + 1) + docname + ".html"
-    note = nodes.container(classes=["effpt-stale"])
-    paragraph = nodes.paragraph()
-    paragraph += nodes.Text(
-        translate(
-            language,
-            "This translation is older than the English page: {count} of its {total} "
-            "passages are shown in English until they are translated.",
-            count=missing,
-            total=coverage.total,
-        )
-        + " "
-    )
-    paragraph += nodes.reference("", translate(language, "Read the English page"), refuri=english)
-    note += paragraph
-    sections = list(doctree.findall(nodes.section))
-    target = sections[0] if sections else doctree
-    index = next((i for i, child in enumerate(target) if isinstance(child, nodes.title)), -1)
-    target.insert(index + 1, note)
-
-
-_THUMB_TITLE = re.compile(r'(<div class="sphx-glr-thumbnail-title">)(.*?)(</div>)', re.DOTALL)
-_TOOLTIP = re.compile(r'(<div class="sphx-glr-thumbcontainer" tooltip=")[^"]*(")')
-
-
-def _translate_thumbnails(app, doctree, docname: str) -> None:  # noqa: ARG001
-    """doctree-resolved: gallery cards in the reader's language.
-
-    sphinx-gallery writes each card's title and tooltip as raw HTML, which catalogues
-    cannot reach. In a translated build both become the page's translated title, which
-    Sphinx has from the page's own catalogue.
-    """
-    if language_of(app) == "en":
-        return
-    from effpt_site.layout import example_pages, examples_dir  # noqa: PLC0415
-
-    translated = {}
-    for stem, page in example_pages(app).items():
-        script = examples_dir(app) / page.split("/")[-2] / f"{stem}.py"
-        lines = script.read_text(encoding="utf-8").splitlines()
-        english = lines[1].replace("``", "").strip() if len(lines) > 1 else ""
-        if page in app.env.titles:
-            translated[english] = app.env.titles[page].astext()
-    pending_tooltip = None
-    for raw in list(doctree.findall(nodes.raw)):
-        text = raw.astext()
-        if 'class="sphx-glr-thumbcontainer" tooltip="' in text:
-            pending_tooltip = raw
-        match = _THUMB_TITLE.search(text)
-        if match is None:
-            continue
-        title = translated.get(html.unescape(match.group(2)).strip())
-        if title is None:
-            continue
-        escaped = html.escape(title)
-        new = _THUMB_TITLE.sub(lambda m, e=escaped: m.group(1) + e + m.group(3), text)
-        raw.replace(raw.children[0], nodes.Text(new))
-        if pending_tooltip is not None:
-            old = pending_tooltip.astext()
-            new = _TOOLTIP.sub(lambda m, e=escaped: m.group(1) + e + m.group(2), old)
-            pending_tooltip.replace(pending_tooltip.children[0], nodes.Text(new))
-            pending_tooltip = None
 
 
 #: pydata-sphinx-theme options that are text a reader sees, per language.
@@ -616,15 +293,6 @@ def _search_language(app, config) -> None:
 
 
 def setup(app) -> None:
-    # A string default, so that -D effpt_translation_threshold=0.5 can override it
-    # (Sphinx converts -D values only for str, int, bool and list defaults).
-    app.add_config_value("effpt_translation_threshold", "0.95", "env", types=(float, str))
     app.connect("config-inited", _theme_text)
     app.connect("config-inited", _search_language)
-    app.connect("builder-inited", _check_catalogues)
     app.connect("doctree-read", _keep_docstrings_english, priority=400)
-    app.connect("doctree-read", _count_page, priority=600)
-    app.connect("env-purge-doc", _forget_page)
-    app.connect("doctree-resolved", _note_stale)
-    app.connect("doctree-resolved", _translate_thumbnails)
-    app.connect("build-finished", _report_coverage)
