@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -131,9 +132,9 @@ def _rows(*specs):
     base = {**GOOD, "baseline": "slow", "machine": "x86_64 CPU, 2 threads · torch 2.13.0"}
     return [
         measurements._Row(
-            {**base, "task": t, "variant": v, "median_s": m, "q1_s": lo, "q3_s": hi},
-            "plot_a",
-            "auto/fam/plot_a",
+            **{**base, "task": t, "variant": v, "median_s": m, "q1_s": lo, "q3_s": hi},
+            page="plot_a",
+            docname="auto/fam/plot_a",
         )
         for t, v, m, lo, hi in specs
     ]
@@ -269,8 +270,10 @@ def test_a_claim_timed_on_its_source_device_too_is_judged_there(monkeypatch):
     monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cpu")])
     cpu_rows = _rows(("t", "slow", 1.0, 0.99, 1.01), ("t", "fast", 0.1, 0.099, 0.101))
     gpu_rows = _rows(("t", "slow", 0.01, 0.0099, 0.0101), ("t", "fast", 0.01, 0.0099, 0.0101))
-    for row in gpu_rows:
-        row.machine = "NVIDIA H100 (CUDA 12.8) · torch 2.13.0"
+    gpu_rows = [
+        dataclasses.replace(row, machine="NVIDIA H100 (CUDA 12.8) · torch 2.13.0")
+        for row in gpu_rows
+    ]
     text = "\n".join(measurements.claim_lines(cpu_rows + gpu_rows))
     assert "10.0× (9.8–10.2) on x86_64 CPU" in text
     assert "not comparable" not in text

@@ -13,7 +13,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ __all__ = [
     "Record",
     "format_seconds",
     "format_table",
+    "read_records",
     "save_records",
     "speedup",
 ]
@@ -296,3 +297,59 @@ def save_records(records: Sequence[Record]) -> None:
         return
     with Path(path).open("a", encoding="utf-8") as f:
         f.writelines(json.dumps(record.to_dict()) + "\n" for record in records)
+
+
+def _checked_record(data: object) -> Record:
+    """A :class:`Record` from one decoded JSON line, or an error saying what is wrong."""
+    if not isinstance(data, dict):
+        msg = f"a record must be a JSON object, got {type(data).__name__}"
+        raise TypeError(msg)
+    kinds = {f.name: f.type for f in fields(Record)}
+    missing, extra = sorted(kinds.keys() - data.keys()), sorted(data.keys() - kinds.keys())
+    if missing or extra:
+        msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
+        raise ValueError(msg)
+    for name, kind in kinds.items():
+        wanted = (int, float) if kind == "float" else {"int": int, "str": str}[kind]
+        if not isinstance(data[name], wanted) or isinstance(data[name], bool):
+            msg = f"field {name!r} is {type(data[name]).__name__}, not {kind}"
+            raise TypeError(msg)
+    for name in ("median_s", "q1_s", "q3_s"):
+        if not (math.isfinite(data[name]) and data[name] > 0):
+            msg = f"{name}={data[name]!r} is not a positive number"
+            raise ValueError(msg)
+    if not data["q1_s"] <= data["median_s"] <= data["q3_s"]:
+        msg = "quartiles out of order: expected q1_s <= median_s <= q3_s"
+        raise ValueError(msg)
+    return Record(**data)
+
+
+def read_records(path: str | os.PathLike[str]) -> list[Record]:
+    """The records :func:`save_records` wrote to a JSON-lines file, checked line by line.
+
+    A malformed line (not JSON, a missing or unknown field, a wrong type, a time that is
+    not positive, quartiles out of order) raises ``ValueError`` naming file and line.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "page.jsonl"
+    >>> good = Record("sum", "loop", 2e-3, 1e-4, 1.9e-3, 2.0e-3, 5, 10, "loop", "cpu")
+    >>> _ = p.write_text(json.dumps(good.to_dict()) + "\\n")
+    >>> read_records(p) == [good]
+    True
+    >>> _ = p.write_text(json.dumps({**good.to_dict(), "q1_s": 3e-3}) + "\\n")
+    >>> read_records(p)
+    Traceback (most recent call last):
+    ...
+    ValueError: malformed measurement record .../page.jsonl:1: quartiles out of order: expected q1_s <= median_s <= q3_s
+    """
+    out = []
+    text = Path(path).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            out.append(_checked_record(json.loads(line)))
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+            msg = f"malformed measurement record {path}:{number}: {exc}"
+            raise ValueError(msg) from exc
+    return out

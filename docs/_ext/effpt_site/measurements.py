@@ -10,8 +10,6 @@ technique and the same size. Otherwise the table says why it is not comparable.
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 
 from docutils import nodes
@@ -20,55 +18,21 @@ from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
-from effpt.records import Ratio, format_seconds, speedup
+from effpt.records import Ratio, Record, format_seconds, read_records, speedup
 from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages, generated_dir
 
-RECORD_FIELDS = {
-    "task": str,
-    "variant": str,
-    "median_s": (int, float),
-    "iqr_s": (int, float),
-    "q1_s": (int, float),
-    "q3_s": (int, float),
-    "repeats": int,
-    "number": int,
-    "baseline": str,
-    "machine": str,
-}
 
+@dataclass(frozen=True)
+class _Row(Record):
+    """A record with the page it came from (a Record still, so speedup() takes it)."""
 
-class _Row:
-    """A validated record with the page it came from; quacks like a Record for speedup()."""
-
-    def __init__(self, record: dict, page: str, docname: str) -> None:
-        self.__dict__.update(record)
-        self.page, self.docname = page, docname
-        self.q1, self.median, self.q3 = record["q1_s"], record["median_s"], record["q3_s"]
-
-    def __getitem__(self, key: str):
-        return self.__dict__[key]
-
-
-def _validate(record: object) -> None:
-    if not isinstance(record, dict):
-        msg = f"a record must be a JSON object, got {type(record).__name__}"
-        raise TypeError(msg)
-    for field, kind in RECORD_FIELDS.items():
-        if not isinstance(record[field], kind):
-            msg = f"field {field!r} is {type(record[field]).__name__}"
-            raise TypeError(msg)
-    for field in ("median_s", "q1_s", "q3_s"):
-        if not (math.isfinite(record[field]) and record[field] > 0):
-            msg = f"{field}={record[field]!r} is not a positive number"
-            raise ValueError(msg)
-    if not record["q1_s"] <= record["median_s"] <= record["q3_s"]:
-        msg = "quartiles out of order: expected q1_s <= median_s <= q3_s"
-        raise ValueError(msg)
+    page: str = ""
+    docname: str = ""
 
 
 def load_records(app) -> list[_Row]:
-    """Every record under auto_examples/_records, validated; a bad one fails the build."""
+    """Every record under auto_examples/_records, read by effpt.records; a bad one fails the build."""
     folder = generated_dir(app) / "_records"
     pages = example_pages(app)
     rows = []
@@ -76,14 +40,11 @@ def load_records(app) -> list[_Row]:
         if path.stem not in pages:
             msg = f"measurement record {path} comes from an unknown page {path.stem!r}"
             raise ExtensionError(msg)
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            try:
-                record = json.loads(line)
-                _validate(record)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                msg = f"malformed measurement record {path}:{number}: {exc!r}"
-                raise ExtensionError(msg) from exc
-            rows.append(_Row(record, path.stem, pages[path.stem]))
+        try:
+            records = read_records(path)
+        except ValueError as exc:
+            raise ExtensionError(str(exc)) from exc
+        rows += [_Row(**r.to_dict(), page=path.stem, docname=pages[path.stem]) for r in records]
     return rows
 
 
