@@ -385,3 +385,47 @@ def test_before_you_start_box_renders_its_parts_in_the_builds_language(
     assert "12 " in box  # the run time from the page's cost
     assert box.index(learn) < box.index("A CPU is enough")
     assert page.index("effpt-before-you-start") < page.index("Prose.")
+
+
+def test_before_you_start_box_becomes_markdown_in_the_notebook_and_its_zip(tmp_path):
+    """sphinx-gallery leaves the directive as raw reST in the notebook; the build rewrites it."""
+    import json
+    import zipfile
+    from types import SimpleNamespace
+
+    from effpt_site.before_you_start import rewrite_notebooks
+
+    family = tmp_path / "auto_examples" / "basics"
+    family.mkdir(parents=True)
+    docstring = (
+        "\n# Fit a line\n\n.. effpt-before-you-start::\n"
+        "   :learn: - How ``lstsq`` fits a line.\n"
+        "           - Why :class:`~torch.nn.Linear` wants\n"
+        "             a feature dimension.\n"
+        "   :read-first: :doc:`plot_autograd` for ``grad``.\n"
+        "   :needs: A CPU is enough.\n\nProse.\n"
+    )
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [docstring]}]}
+    (family / "plot_line.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    (family / "plot_line.py").write_text("print(1)\n", encoding="utf-8")
+    with zipfile.ZipFile(family / "plot_line.zip", "w") as archive:
+        archive.writestr("plot_line.ipynb", json.dumps(notebook))
+    conf = {"gallery_dirs": "auto_examples", "download_all_examples": False}
+    app = SimpleNamespace(srcdir=str(tmp_path), config=SimpleNamespace(sphinx_gallery_conf=conf))
+
+    rewrite_notebooks(app)
+
+    with zipfile.ZipFile(family / "plot_line.zip") as archive:
+        zipped = json.loads(archive.read("plot_line.ipynb"))
+    for written in (json.loads((family / "plot_line.ipynb").read_text(encoding="utf-8")), zipped):
+        cell = "".join(written["cells"][0]["source"])
+        assert "effpt-before-you-start" not in cell
+        assert ":learn:" not in cell
+        assert ":doc:" not in cell
+        assert "> **Before you start**\n" in cell
+        assert "> - Why `Linear` wants a feature dimension.\n" in cell
+        assert "> **Read first:** `plot_autograd` for ``grad``.\n" in cell
+        assert cell.index("Before you start") < cell.index("Prose.")
+    once = (family / "plot_line.ipynb").read_text(encoding="utf-8")
+    rewrite_notebooks(app)  # a second build finds nothing left to rewrite
+    assert (family / "plot_line.ipynb").read_text(encoding="utf-8") == once

@@ -2,6 +2,17 @@
 Compute gradients with autograd, and know where it bites
 ========================================================
 
+.. effpt-before-you-start::
+   :learn: - Compute gradients with ``torch.autograd.grad`` and ``backward()``, and second
+             derivatives with ``create_graph=True``.
+           - Draw the graph autograd records, and cut it with ``detach()``.
+           - Spot a lost leaf, an accumulated gradient and a leaking graph, and fix each.
+           - Choose between ``no_grad``, ``inference_mode``, ``detach()`` and ``eval()``.
+   :read-first: :doc:`plot_tensors_are_views` for views, and for when ``.to()`` copies.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU); the lost-leaf section then prints
+           ``False`` where a CPU prints ``True``.
+
 Autograd records the operations on tensors that require gradients and replays them
 backwards to get derivatives. Most of the time it just works; this page shows the
 machinery, draws the graphs it records, and walks through the traps (a leaf that goes

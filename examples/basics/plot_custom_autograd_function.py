@@ -2,6 +2,15 @@
 Write a custom autograd function: differentiate through a solver
 ================================================================
 
+.. effpt-before-you-start::
+   :learn: - Write a :class:`torch.autograd.Function` with your own ``forward`` and
+             ``backward``.
+           - Differentiate the result of a solver with the implicit function theorem.
+           - Check a hand-written backward with ``gradcheck`` in float64.
+   :read-first: :doc:`plot_autograd` for ``grad_fn`` and ``torch.autograd.grad``.
+   :needs: A CPU is enough. The page runs on a CUDA GPU when there is one; on Apple MPS
+           it stays on the CPU, because it computes in float64.
+
 Some values come out of a numerical procedure (a root finder, an optimiser, a call
 into another library) that autograd cannot or should not trace. A
 :class:`torch.autograd.Function` lets you run any forward computation and supply the

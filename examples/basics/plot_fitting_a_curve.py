@@ -2,6 +2,16 @@
 Fit a curve with autograd
 =========================
 
+.. effpt-before-you-start::
+   :learn: - Fit a quadratic to noisy samples by gradient descent, with autograd computing
+             the gradient.
+           - Write the loop every training step repeats: ``zero_grad()``, the loss,
+             ``backward()``, ``step()``.
+           - See why the loss stops falling at the variance of the noise.
+   :read-first: Nothing: this page starts the family.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU).
+
 Gradient descent needs only two ingredients: a loss you can compute and its gradient
 with respect to the parameters. PyTorch's autograd supplies the second for free. This
 page recovers the coefficients of a quadratic from noisy samples, in about twenty lines.

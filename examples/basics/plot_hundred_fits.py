@@ -2,6 +2,17 @@
 Train a hundred small models at once with ``torch.func.vmap``
 =============================================================
 
+.. effpt-before-you-start::
+   :learn: - Train a hundred copies of a small network at once with
+             ``stack_module_state``, ``functional_call`` and ``vmap(grad(...))``.
+           - Check that the batched training reproduces each fit of a Python loop.
+           - Time one batched step against one loop step, and read the verdict.
+           - Tell what the spread between runs measures, and what it misses.
+   :read-first: :doc:`plot_modules` for modules and their parameters;
+                :doc:`/explanations/timing` for how the steps are timed.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), and then times that device.
+
 Training the same small network many times, each from its own random start on its own
 data, shows how much a result varies from run to run. A Python loop over the models
 spends its time launching thousands of tiny operations; :func:`torch.func.vmap` runs all

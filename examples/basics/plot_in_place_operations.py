@@ -2,6 +2,17 @@
 Use in-place operations without breaking autograd
 =================================================
 
+.. effpt-before-you-start::
+   :learn: - Spot in-place operations and read a tensor's version counter.
+           - Tell which in-place writes autograd refuses, and trace one with
+             ``detect_anomaly``.
+           - Replace the old ``.data`` idiom with ``detach()`` or ``no_grad``.
+           - Build a tensor by writing pieces into a preallocated one, with gradients
+             flowing back to the pieces.
+   :read-first: :doc:`plot_autograd` for leaves, ``grad_fn``, ``detach()`` and ``no_grad``.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU).
+
 An in-place operation overwrites a tensor's memory instead of allocating a new one. That
 saves memory, and it can destroy a value the backward pass still needs; autograd keeps a
 version counter on every tensor to catch that. This page shows how to spot in-place

@@ -2,6 +2,18 @@
 Package a model as a Module that trains, saves and loads cleanly
 ================================================================
 
+.. effpt-before-you-start::
+   :learn: - Register parameters, submodules and buffers, and list what a module owns.
+           - Save and load a ``state_dict`` with ``weights_only=True`` instead of pickling
+             the module.
+           - Checkpoint the optimizer with the model, so that a resumed run continues
+             exactly.
+           - Give every use of a layer its own instance.
+   :read-first: :doc:`plot_fitting_a_curve` for the training loop; :doc:`plot_autograd`
+                for leaves and ``.to()``.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU).
+
 A :class:`torch.nn.Module` bundles a model's parameters, its other state and the
 computation that uses them, so that one call moves, saves, loads or trains all of it.
 This page fits a line with a hand-written module, rebuilds it from library parts, and

@@ -2,6 +2,16 @@
 Train through rounding with a straight-through estimator
 ========================================================
 
+.. effpt-before-you-start::
+   :learn: - Pass a gradient through rounding with ``a + (a.round() - a).detach()``.
+           - Fake-quantise a network's weights to a grid and train through the rounding.
+           - Compare rounding after training with training through the rounding, on one
+             run.
+   :read-first: :doc:`plot_fitting_a_curve` for the training loop; :doc:`plot_autograd`
+                for ``detach()``.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU).
+
 Rounding has a zero derivative almost everywhere, so a network whose weights are
 rounded cannot learn by gradient descent, unless the backward pass pretends the
 rounding was not there. That trick, the straight-through estimator, takes one line in

@@ -2,6 +2,17 @@
 Read a tensor as a view on a block of memory
 ============================================
 
+.. effpt-before-you-start::
+   :learn: - Read a tensor's storage, strides and offset, and tell which operations make
+             views and which copy.
+           - Share memory with NumPy and other libraries (``numpy()``, ``from_numpy``,
+             DLPack), and convert NumPy's float64 at the boundary.
+           - Save and load tensors with ``map_location`` and ``weights_only=True``, and
+             ``clone()`` a slice before saving it.
+   :read-first: Nothing: this page needs no other page.
+   :needs: A CPU is enough. The first section copies one tensor to a CUDA or Apple MPS GPU
+           when there is one; everything else runs on the CPU.
+
 A tensor is a shape and a dtype laid over a flat block of memory, its storage. Once
 you see the storage, you can tell which operations copy and which only reinterpret,
 why a small slice can write a large file, and when NumPy and PyTorch share the same

@@ -2,6 +2,14 @@
 Predict where a floating-point format overflows, underflows and rounds
 ======================================================================
 
+.. effpt-before-you-start::
+   :learn: - Read a format's range and precision from :class:`torch.finfo`.
+           - Predict where float16, bfloat16 and float32 overflow, underflow and round.
+           - Measure the rounding error of a running float32 total and of ``torch.sum``.
+   :read-first: :doc:`/explanations/floating_point` for exponent, mantissa and epsilon.
+   :needs: A CPU is enough. The ``torch.sum`` runs of the last section use a CUDA or
+           Apple MPS GPU when there is one; everything else runs on the CPU.
+
 Every tensor's dtype fixes how large, how small and how finely spaced its numbers can
 be, and mixed precision puts float16, bfloat16 and even 8-bit floats in the middle of
 training. This page reads those limits from :class:`torch.finfo`, then shows what happens

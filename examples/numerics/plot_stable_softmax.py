@@ -2,6 +2,17 @@
 Compute softmax and cross-entropy without overflow
 ==================================================
 
+.. effpt-before-you-start::
+   :learn: - Write softmax and cross-entropy that do not overflow: subtract the maximum,
+             use ``logsumexp``.
+           - Give ``CrossEntropyLoss`` logits and ``NLLLoss`` log-probabilities.
+           - Use ``BCEWithLogitsLoss``, ``log1p`` and ``expm1`` where the naive forms fail.
+           - Check the backward pass for ``nan`` as well as the forward pass.
+   :read-first: :doc:`plot_floating_point_formats` for float32's largest value and its
+                subnormal numbers.
+   :needs: A CPU is enough. Most sections run on a CUDA or Apple MPS GPU when there is
+           one; the float64 references and the scan of logit gaps stay on the CPU.
+
 A softmax written straight from its formula returns ``nan`` as soon as one logit passes
 about 88.7. A cross-entropy that takes the logarithm of a softmax fails too: built on
 that softmax it returns ``nan`` past the same point, and built on a softmax that
