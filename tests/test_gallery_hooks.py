@@ -102,3 +102,16 @@ def test_reading_order_follows_the_header(tmp_path):
 def test_reading_order_without_a_list_sorts_by_name(tmp_path):
     key = ReadingOrder(str(tmp_path))
     assert sorted(["plot_b.py", "plot_a.py"], key=key) == ["plot_a.py", "plot_b.py"]
+
+
+def test_a_listed_script_that_does_not_exist_stops_the_build(tmp_path):
+    from effpt_site.layout import reading_order
+
+    (tmp_path / "GALLERY_HEADER.rst").write_text(
+        "Title\n-----\n\nText.\n\n.. reading order:\n   plot_a.py\n   plot_gone.py\n"
+    )
+    (tmp_path / "plot_a.py").write_text('"""\nA\n=\n"""\n')
+    with pytest.raises(ValueError, match=r"lists plot_gone\.py .* no such script"):
+        reading_order(tmp_path)
+    (tmp_path / "plot_gone.py").write_text('"""\nGone\n====\n"""\n')
+    assert reading_order(tmp_path) == ["plot_a.py", "plot_gone.py"]

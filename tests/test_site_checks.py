@@ -33,6 +33,7 @@ def app(tmp_path):
     (family / "GALLERY_HEADER.rst").write_text(
         "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
     )
+    (family / "plot_a.py").write_text('"""\nA\n=\n"""\n', encoding="utf-8")
     (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
     config = SimpleNamespace(
         sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},

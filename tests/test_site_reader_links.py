@@ -97,6 +97,7 @@ def test_a_gallery_page_reports_the_machine_of_its_stamp(tmp_path):
     (family / "GALLERY_HEADER.rst").write_text(
         "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
     )
+    (family / "plot_a.py").write_text('"""\nA\n=\n"""\n', encoding="utf-8")
     records = tmp_path / "docs" / "auto" / "_records"
     records.mkdir(parents=True)
     (records / "plot_a.stamp.json").write_text(

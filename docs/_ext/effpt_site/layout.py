@@ -106,8 +106,19 @@ def family_dirs(app) -> list[Path]:
 
 
 def reading_order(folder: Path) -> list[str]:
-    """A family's scripts in reading order (by name when its header lists none)."""
-    return read_reading_order(folder) or sorted(p.name for p in folder.glob("plot_*.py"))
+    """A family's scripts in reading order (by name when its header lists none).
+
+    A script the header lists that does not exist stops the build, naming both.
+    """
+    listed = read_reading_order(folder)
+    missing = [name for name in listed if not (folder / name).is_file()]
+    if missing:
+        msg = (
+            f"{folder / 'GALLERY_HEADER.rst'} lists {', '.join(missing)} under "
+            "'.. reading order:', but no such script is in the folder"
+        )
+        raise ValueError(msg)
+    return listed or sorted(p.name for p in folder.glob("plot_*.py"))
 
 
 def example_pages(app) -> dict[str, str]:
