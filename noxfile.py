@@ -337,12 +337,21 @@ def compat(session: nox.Session) -> None:
     page. The install says which constraints it uses: constraints.txt without its pins
     of torch and of torch's own dependencies (which torch may pin), plus
     ``torch==VERSION``, passed with ``-c`` and as PIP_CONSTRAINT (which also replaces any
-    machine-wide pip constraint that would cap torch). Options after the version go to
-    pytest for the unit tests.
+    machine-wide pip constraint that would cap torch). ``--pages NAME[,NAME]`` runs only
+    the pages whose file name contains a NAME and keeps the other pages' entries of the
+    existing file (for a page added since the last full run). Other options after the
+    version go to pytest for the unit tests.
     """
     if not session.posargs or not _VERSION.match(session.posargs[0]):
-        session.error("usage: nox -s compat -- VERSION [pytest options], e.g. 2.15.0")
+        session.error(
+            "usage: nox -s compat -- VERSION [--pages NAME,...] [pytest options], e.g. 2.15.0"
+        )
     version, *pytest_args = session.posargs
+    pages_env = {}
+    if "--pages" in pytest_args:
+        i = pytest_args.index("--pages")
+        pages_env = {"EFFPT_COMPAT_PAGES": pytest_args[i + 1]}
+        del pytest_args[i : i + 2]
     env_dir = Path(session.virtualenv.location).parent / f"compat-torch-{version}"
     python = env_dir / "bin" / "python"
     pins, dropped = [], []
@@ -392,7 +401,7 @@ def compat(session: nox.Session) -> None:
         str(DOCS / "_tools" / "compat_run.py"),
         str(out),
         *pytest_args,
-        env=RUN_ENV,
+        env={**RUN_ENV, **pages_env},
         external=True,
     )
     session.log(f"Wrote {out.relative_to(ROOT)}")

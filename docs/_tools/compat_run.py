@@ -8,6 +8,10 @@ its printed output, and the unit tests' counts. A page that fails is recorded wi
 traceback and does not stop the others.
 
 Usage: python compat_run.py OUT_JSON [pytest options for the unit tests ...]
+
+With ``EFFPT_COMPAT_PAGES=name,other`` only the pages whose file name contains one of
+the names run; the other pages' entries are kept from OUT_JSON as it was (a page added
+since the last full run), and the file says which pages this run covered.
 """
 
 from __future__ import annotations
@@ -97,8 +101,20 @@ def main() -> int:
 
     from effpt.device import describe  # noqa: PLC0415
 
+    wanted = [w for w in os.environ.get("EFFPT_COMPAT_PAGES", "").split(",") if w]
+    scripts = [s for s in SCRIPTS if not wanted or any(w in s.stem for w in wanted)]
+    if wanted and not scripts:
+        print(f"no page's file name contains any of {wanted}")
+        return 2
+    kept = {}
+    if wanted and out.is_file():
+        previous = json.loads(out.read_text(encoding="utf-8"))
+        if previous.get("torch") != torch.__version__.split("+")[0]:
+            print(f"{out} is for torch {previous.get('torch')}: run every page instead")
+            return 2
+        kept = {k: v for k, v in previous["pages"].items() if k not in {s.stem for s in scripts}}
     pages = {}
-    for script in SCRIPTS:
+    for script in scripts:
         result = run_page_here(script)
         status = "ok" if result["ok"] else "FAILED"
         print(f"{script.relative_to(ROOT)}: {status} in {result['seconds']} s")
@@ -106,19 +122,23 @@ def main() -> int:
             print(result["error"][-1500:])
         pages[script.stem] = result
     units = run_unit_tests(sys.argv[2:])
+    merged = {**kept, **pages}
     data = {
         "torch": torch.__version__.split("+")[0],
         "python": platform.python_version(),
         "machine": describe("cpu"),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "unit_tests": units,
-        "pages": pages,
+        "pages": {s.stem: merged[s.stem] for s in SCRIPTS if s.stem in merged},
     }
+    if wanted:
+        data["partial_run"] = sorted(pages)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    failed_pages = [name for name, page in pages.items() if not page["ok"]]
+    failed_pages = [name for name, page in data["pages"].items() if not page["ok"]]
     print(
-        f"torch {data['torch']}: {len(pages) - len(failed_pages)} of {len(pages)} pages ran; "
+        f"torch {data['torch']}: {len(data['pages']) - len(failed_pages)} of "
+        f"{len(data['pages'])} pages ran; "
         f"unit tests: {units['tests']} run, {units['failures'] + units['errors']} failed"
     )
     return 1 if failed_pages or units["returncode"] != 0 else 0
