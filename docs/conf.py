@@ -121,7 +121,16 @@ effpt_api_links = API_LINKS
 multiprocessing.set_forkserver_preload(["torch", "effpt.data"])
 
 # -- sphinx-gallery --------------------------------------------------------------------
-FAMILIES = ["basics", "broadcasting", "compilation", "numerics", "data", "amp", "training"]
+FAMILIES = [
+    "basics",
+    "broadcasting",
+    "compilation",
+    "numerics",
+    "data",
+    "amp",
+    "training",
+    "performance",
+]
 EXAMPLES = ROOT / "examples"
 
 #: The lesson families present, in reading order (effpt_site reads this too).
