@@ -65,14 +65,13 @@ The lessons, in reading order:
 """
 
 
-def _families(root: Path) -> list[str]:
-    """The lesson families in reading order, as docs/conf.py lists them."""
-    conf = (root / "docs" / "conf.py").read_text(encoding="utf-8")
-    match = re.search(r"^FAMILIES = (\[.*?\])", conf, re.MULTILINE | re.DOTALL)
-    if match is None:
-        msg = "docs/conf.py has no FAMILIES list"
+def _build_info(site: Path) -> dict:
+    """What the English build wrote about itself (effpt_site.cards.write_build_info)."""
+    path = site / "effpt-build.json"
+    if not path.is_file():
+        msg = f"{path} is missing: run `nox -s docs` (the build writes it)"
         raise SystemExit(msg)
-    return [f for f in ast.literal_eval(match.group(1)) if (root / "examples" / f).is_dir()]
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def _layout(root: Path):
@@ -90,20 +89,14 @@ def _title(script: Path) -> str:
     return lines[0].replace("``", "") if lines else script.stem
 
 
-def _built_on(site: Path) -> str:
-    """The landing page's build line ("Built on ... with torch ...")."""
-    html = (site / "index.html").read_text(encoding="utf-8")
-    match = re.search(r"Built on ([^<]+?)\.?</", html)
-    return match.group(1) if match else "an unknown date"
-
-
 def pack(root: Path, out: Path, version: str) -> None:
     site = root / "docs" / "_build" / "html"
     generated = root / "docs" / "auto_examples"
     top = f"effpt-site-{version}"
     layout = _layout(root)
+    info = _build_info(site)
     lessons, pages = [], []
-    for number, family in enumerate(_families(root), start=1):
+    for number, family in enumerate(info["families"], start=1):
         folder = root / "examples" / family
         title, _ = layout.header_title_and_intro(folder)
         lessons.append(f"  {number}. {title} (pages/{family}/)")
@@ -121,7 +114,7 @@ def pack(root: Path, out: Path, version: str) -> None:
         data = json.loads(stamp.read_text(encoding="utf-8"))
         page = stamp.name.removesuffix(".stamp.json")
         stamps.append(f"  {page:36} ran {data['executed_at']} on {data['machine']}")
-    built_on = _built_on(site)
+    built_on = info["built"].removeprefix("Built on ").rstrip(".")
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = "\n".join(
         [

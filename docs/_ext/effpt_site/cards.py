@@ -8,6 +8,7 @@ page, as its title does.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -182,7 +183,31 @@ class FamiliesDirective(Directive):
         return [cards]
 
 
+#: What later tools (the offline archive) need to know about a build, beside its HTML.
+BUILD_INFO = "effpt-build.json"
+
+
+def write_build_info(app, exception) -> None:
+    """build-finished: when and on what the site was built, and its families, as data.
+
+    Written by the English build into the site's root, so that no tool has to read it
+    back out of the landing page's text or parse docs/conf.py.
+    """
+    if exception is not None or app.builder.format != "html" or language_of(app) != "en":
+        return
+    machine = describe()
+    info = {
+        "built": build_stamp(machine, datetime.now(timezone.utc)),
+        "date": f"{datetime.now(timezone.utc):%Y-%m-%d}",
+        "machine": machine,
+        "families": list(app.config.effpt_families),
+    }
+    path = Path(app.outdir) / BUILD_INFO
+    path.write_text(json.dumps(info, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
 def setup(app) -> None:
+    app.connect("build-finished", write_build_info)
     app.add_directive("effpt-build-stamp", BuildStampDirective)
     app.add_directive("effpt-families", FamiliesDirective)
     app.add_node(page_title_link)
