@@ -388,6 +388,26 @@ def test_before_you_start_box_renders_its_parts_in_the_builds_language(
     assert page.index("effpt-before-you-start") < page.index("Prose.")
 
 
+def test_before_you_start_box_text_reaches_the_translators_catalogue(tmp_path):
+    """The box's own words are the page's prose: gettext must extract them, like any paragraph."""
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
+        "extensions = ['effpt_site.before_you_start']\n",
+        encoding="utf-8",
+    )
+    (src / "index.rst").write_text(BOX_PAGE, encoding="utf-8")
+    out = tmp_path / "pot"
+    Sphinx(src, src, out, tmp_path / "d", "gettext", status=None).build()
+    catalogue = (out / "index.pot").read_text(encoding="utf-8")
+    assert 'msgid "How ``lstsq`` fits a line."' in catalogue
+    assert 'msgid "A CPU is enough."' in catalogue
+    assert "Before you start" not in catalogue  # the headings come from the extension's own
+
+
 def test_before_you_start_box_becomes_markdown_in_the_notebook_and_its_zip(tmp_path):
     """sphinx-gallery leaves the directive as raw reST in the notebook; the build rewrites it."""
     import json

@@ -60,7 +60,11 @@ class BeforeYouStart(Directive):
             field += freeze(nodes.field_name(text=translate(language, label)))
             body = nodes.field_body()
             # The page's own words: parsed as reST, and translated with the page.
-            self.state.nested_parse(StringList(self.options[key].splitlines()), 0, body)
+            # With the page as their source, the paragraphs are the page's own messages:
+            # Sphinx extracts and translates only text that names where it came from.
+            source, line = self.state_machine.get_source_and_line(self.lineno)
+            lines = StringList(self.options[key].splitlines(), source=source)
+            self.state.nested_parse(lines, line or 0, body)
             field += body
             fields += field
         cost = Path(env.srcdir, env.docname).with_suffix(".cost.json")
