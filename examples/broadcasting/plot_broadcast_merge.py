@@ -2,6 +2,21 @@
 Combine features of different lengths without tiling them
 =========================================================
 
+.. effpt-before-you-start::
+   :learn: - Replace a linear layer on a tiled, concatenated input by ``Merge``: project
+             each part, then let broadcasting add the projections.
+           - Check that both compute the same function, to rounding error.
+           - Count the arithmetic and the peak memory of each path, and measure peak tensor
+             memory with ``torch.profiler``.
+           - Time both paths and their steps, and read a wall-clock speed-up against the
+             count and against CPU time.
+   :read-first: :doc:`plot_broadcasting` for the rules and stride-0 views;
+                :doc:`/explanations/timing` for how the forward passes are timed.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), with longer sequences on CUDA; where
+           the profiler records no allocations on the device, the page says that peak
+           memory was not measured. The comparison with CPU time runs only on the CPU.
+
 A layer that mixes the features of every position with one vector per sequence
 usually tiles that vector along the sequence and concatenates. Projecting each part on
 its own and letting broadcasting add the projections computes the same function with

@@ -2,6 +2,18 @@
 Broadcast tensors without copies and without silent bugs
 ========================================================
 
+.. effpt-before-you-start::
+   :learn: - Predict the shape two tensors broadcast to, and check it with
+             ``torch.broadcast_shapes`` before any tensor exists.
+           - Tell ``expand``, a stride-0 view that stores nothing new, from ``repeat``,
+             which stores every copy.
+           - Catch a sum that broadcasts and a ``squeeze()`` that drops a batch of one.
+           - Name every dimension with ``einsum``, and know where it still broadcasts.
+   :read-first: :doc:`/auto_examples/basics/plot_tensors_are_views` for storage and strides.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU); on CUDA the memory section uses a
+           larger matrix.
+
 Broadcasting lets two tensors of different shapes meet in one operation without
 copying either of them. It saves the memory and the work of a tiled copy, as well as
 lines of code, and it hides bugs that no error message will point at. This page shows

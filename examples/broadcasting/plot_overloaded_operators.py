@@ -2,6 +2,20 @@
 Write tensor code with Python's operators, and know what each one does
 ======================================================================
 
+.. effpt-before-you-start::
+   :learn: - Name the function behind each Python operator, and tell where ``&``, ``|``,
+             ``^`` and ``~`` are logical and where they are bitwise.
+           - Tell ``x += y``, which writes in place, from ``x = x + y``, and know when
+             autograd refuses or catches the in-place one.
+           - Replace ``and``, ``or`` and ``not`` by ``&``, ``|`` and ``~``, with parentheses.
+           - Time a loop of indexing against ``unbind`` and one ``torch.sum``, and read the
+             verdicts.
+   :read-first: :doc:`/auto_examples/basics/plot_autograd` for leaves, ``grad_fn`` and
+                ``backward()``; :doc:`/explanations/timing` for how the loops are timed.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), and then also times the row sums of
+           a ``(500, 10)`` matrix on the CPU.
+
 PyTorch overloads Python's operators, so tensor code can read like the formula it
 implements. Each operator is a call to a named function, and knowing which one tells
 you when the result is a view, when it is in place, when it is bitwise rather than

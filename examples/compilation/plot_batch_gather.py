@@ -2,6 +2,23 @@
 Vectorise a batch gather: from a Python loop to one index_select
 ================================================================
 
+.. effpt-before-you-start::
+   :learn: - Replace a Python loop over the batch by one flat index, with its offsets made
+             on the data's device.
+           - See why ``torch.compile`` ties the loop to one batch size, and compare it and
+             TorchScript with vectorising.
+           - Compare advanced indexing with ``index_select`` on one thread and on all, and
+             see a flat index read a negative index from the wrong batch element.
+           - Measure how each version's cost grows with the batch size.
+   :read-first: :doc:`plot_where_time_goes` for an operation's fixed cost;
+                :doc:`plot_torchscript_to_compile` for TorchScript and ``torch.compile``;
+                :doc:`/explanations/timing` for how ``compare`` measures.
+   :needs: A CPU is enough, with a C++ compiler for ``torch.compile`` on the CPU;
+           Inductor keeps what it builds in an on-disk cache. The page runs on a CUDA or
+           Apple MPS GPU when there is one (``EFFPT_DEVICE=cpu`` keeps it on the CPU),
+           with larger batches on CUDA; one-thread timings are taken on the CPU only, and
+           ``take_along_dim``'s negative indices are tried on the CPU.
+
 "For every batch element ``i``, pick the rows ``index[i]`` of ``input[i]``" is a loop
 that appears all over machine-learning code, from beam search to point clouds. Written
 as a Python loop it launches a few small operations per batch element. This page

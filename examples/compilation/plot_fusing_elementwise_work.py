@@ -2,6 +2,23 @@
 Fuse elementwise work into one kernel
 =====================================
 
+.. effpt-before-you-start::
+   :learn: - Fuse a chain of elementwise operations into one kernel with ``torch.compile``,
+             and list the kernels it generates.
+           - Check every variant against a float64 reference before timing it.
+           - Count the fusion groups TorchScript's fuser makes, and know why standard CPU
+             wheels make none.
+           - Read a kernel's time as an effective bandwidth, against a copy of the same
+             bytes, on all threads and on one.
+   :read-first: :doc:`plot_where_time_goes` for fixed costs and the intra-op thread pool;
+                :doc:`plot_torchscript_to_compile` for TorchScript and ``torch.compile``;
+                :doc:`/explanations/timing` for how ``compare`` measures.
+   :needs: A CPU is enough, with a C++ compiler for ``torch.compile`` on the CPU;
+           Inductor keeps what it builds in an on-disk cache. The page runs on a CUDA or
+           Apple MPS GPU when there is one (``EFFPT_DEVICE=cpu`` keeps it on the CPU), up
+           to ten times more box pairs on CUDA; one-thread timings are taken on a CPU with
+           more than one thread. The float64 reference is computed on the CPU.
+
 A chain of elementwise operations in eager PyTorch runs one kernel per operation, and
 each kernel reads its inputs from memory and writes its result back. Fusing the chain
 into one kernel reads the inputs once and writes the output once. This page fuses the

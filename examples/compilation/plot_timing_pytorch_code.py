@@ -2,6 +2,23 @@
 Time PyTorch code so that the numbers mean something
 ====================================================
 
+.. effpt-before-you-start::
+   :learn: - Write a timer that warms up, synchronises, repeats, and reports the median
+             and the IQR.
+           - Time a compiled function's first call apart from its later calls, and spot
+             calls such as ``.item()`` that wait for the device.
+           - Compare your timer with ``torch.utils.benchmark.Timer`` at the same number of
+             threads.
+           - Check that a faster formula computes the same thing, then time it and read
+             ``torch.profiler``'s table of operators.
+   :read-first: :doc:`/explanations/timing` for why these rules exist, and how
+                ``effpt.bench.compare`` measures.
+   :needs: A CPU is enough, with a C++ compiler for ``torch.compile`` on the CPU;
+           Inductor keeps what it builds in an on-disk cache. The page runs on a CUDA or
+           Apple MPS GPU when there is one (``EFFPT_DEVICE=cpu`` keeps it on the CPU);
+           without one, a worker thread stands in for the GPU in the first section. The
+           float64 reference of the loss is computed on the CPU.
+
 Most pages in this family time two versions of some code against each other, and what
 they conclude is only as good as the timing behind it. This page writes a
 correct timer in a dozen lines (warm up, synchronise, repeat, report the median and the

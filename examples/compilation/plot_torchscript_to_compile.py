@@ -2,6 +2,21 @@
 Move from TorchScript to torch.compile and torch.export
 =======================================================
 
+.. effpt-before-you-start::
+   :learn: - Tell scripting from tracing, and catch a trace that is silently wrong on a
+             new input.
+           - Annotate the arguments TorchScript needs typed, and silence its deprecation
+             warning by message and module.
+           - Compile with ``torch.compile`` instead, time its compilations, and find graph
+             breaks with ``torch._dynamo.explain`` and ``fullgraph=True``.
+           - Export a module with a dynamic batch size using ``torch.export.export``, then
+             save it and load it back.
+   :read-first: :doc:`/explanations/timing` for how the later calls are timed.
+   :needs: A CPU is enough; the page runs on the CPU even where there is a GPU.
+           ``torch.compile`` needs a C++ compiler there, and Inductor keeps what it builds
+           in an on-disk cache. The page writes ``model.pt`` and ``model.pt2`` to a new
+           temporary folder.
+
 TorchScript turned Python functions into graphs that ran without Python and could be
 saved for deployment. It is deprecated now, but it still turns up in older code and in
 saved models. This page shows the two ways of making TorchScript and the trap in one of

@@ -2,6 +2,21 @@
 Tell whether an operation pays for its work or for its overhead
 ===============================================================
 
+.. effpt-before-you-start::
+   :learn: - Measure an operation's fixed cost as the flat start of its time against size.
+           - Find the size from which an addition and a matrix product are no longer
+             overhead-bound, on one thread and on all.
+           - Compare a one-element ``torch.add`` with a Python addition, with ``out=`` and
+             with ``requires_grad=True``.
+           - Weigh what handing work to the intra-op thread pool costs, and check a rule
+             of thumb against the measurement.
+   :read-first: :doc:`plot_timing_pytorch_code` for how to time code;
+                :doc:`/explanations/timing` for how ``time_callable`` measures.
+   :needs: A CPU is enough; there each size is timed on one thread and on all of
+           PyTorch's threads, and the thread-pool section needs more than one. The page
+           runs on a CUDA or Apple MPS GPU when there is one (``EFFPT_DEVICE=cpu`` keeps
+           it on the CPU), and then times the GPU alone, up to larger sizes on CUDA.
+
 Every PyTorch operation costs a fixed amount before it touches a single number: Python
 calls into C++, the dispatcher picks a kernel, an output tensor is allocated, and on a
 GPU a kernel is launched. On a CPU with several threads, an operation above some size

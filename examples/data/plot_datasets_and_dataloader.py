@@ -2,6 +2,24 @@
 Load images in batches with Dataset and DataLoader
 ==================================================
 
+.. effpt-before-you-start::
+   :learn: - Write a map-style dataset with ``__len__`` and ``__getitem__``, and see how the
+             DataLoader samples, shuffles and collates its items.
+           - Skip a last batch of one, on which batch norm cannot train, with
+             ``drop_last=True``.
+           - Load a folder of PNG files in batches, and keep them ``uint8`` until they reach
+             the device.
+           - Load an epoch with and without worker processes, with the script's work under
+             ``if __name__ == "__main__":``.
+   :read-first: :doc:`/explanations/workers` for the ``__main__`` guard and the start
+                methods; :doc:`/explanations/timing` for how the epochs are timed.
+   :needs: A CPU is enough. The page starts two worker processes (``fork`` where the
+           script runs without a file, as in a notebook, and the system has it; the
+           platform's default start method otherwise) and writes 256 small PNG files to a
+           temporary folder that it deletes at the end. A batch is converted on a CUDA or
+           Apple MPS GPU when there is one (``EFFPT_DEVICE=cpu`` keeps it on the CPU); the
+           copies from pinned memory are timed on a CUDA GPU only.
+
 A training loop wants batches; your data is a pile of items, often one file each.
 :class:`torch.utils.data.Dataset` says how to read one item and
 :class:`torch.utils.data.DataLoader` does the rest: it picks indices, reads the items,

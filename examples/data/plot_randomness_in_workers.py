@@ -2,6 +2,24 @@
 Give every DataLoader worker its own random augmentations
 =========================================================
 
+.. effpt-before-you-start::
+   :learn: - See a random generator held on the dataset draw the same numbers in every
+             worker, epoch after epoch.
+           - Check that the DataLoader seeds NumPy's global generator differently in each
+             worker.
+           - Reseed the dataset's generator in ``worker_init_fn``, or draw from torch's
+             generator instead.
+           - Make two runs deliver the same items and crops with a seeded ``generator`` on
+             the DataLoader.
+   :read-first: :doc:`plot_datasets_and_dataloader` for datasets, the DataLoader and its
+                workers; :doc:`/explanations/workers` for how each worker gets its copy of
+                the dataset.
+   :needs: A CPU is enough; the page runs on the CPU even where there is a GPU. It
+           starts two worker processes per loader, for several loaders (``fork`` where
+           the script runs without a file, as in a notebook, and the system has it; the
+           platform's default start method otherwise), and writes 64 small PNG files to
+           a temporary folder that it deletes at the end.
+
 Random crops, flips and noise only help training if they differ from item to item. Every
 DataLoader worker starts from a copy of the dataset, and a random generator copied with
 its state draws the same numbers in every copy. This page shows the duplicated draws, two

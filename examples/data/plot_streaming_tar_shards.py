@@ -2,6 +2,24 @@
 Stream tar shards so that every item arrives exactly once
 =========================================================
 
+.. effpt-before-you-start::
+   :learn: - Stream tar shards with an ``IterableDataset``, and see a naive stream deliver
+             every item once per worker.
+           - Split shards and items between workers with ``get_worker_info``, so that every
+             item arrives exactly once for any number of shards and workers.
+           - Time an epoch against ``num_workers``, with and without
+             ``persistent_workers=True``, and against one file per image.
+           - Catch a shard cut short, which ``tarfile`` reads as a complete one, and shuffle
+             a stream anew every epoch.
+   :read-first: :doc:`plot_datasets_and_dataloader` for datasets, the DataLoader and its
+                workers; :doc:`/explanations/workers` for why streams duplicate under
+                workers; :doc:`/explanations/timing` for how the epochs are timed.
+   :needs: A CPU is enough; the page runs on the CPU even where there is a GPU. It
+           starts worker processes, at most two per loader (``fork`` where the script
+           runs without a file, as in a notebook, and the system has it; the platform's
+           default start method otherwise), and writes 256 small PNG files and four tar
+           shards to a temporary folder that it deletes at the end.
+
 Thousands of small files are slow to open on network storage; a few large archives read
 front to back are not. An :class:`~torch.utils.data.IterableDataset` can stream such
 shards, but every DataLoader worker runs its own copy of the stream, and a naive stream
