@@ -2,6 +2,19 @@
 Predict the dtype autocast gives each operation
 ===============================================
 
+.. effpt-before-you-start::
+   :learn: - Tell which operations autocast runs in the 16-bit type, which it keeps in
+             float32 and which follow their inputs, from a table measured on your device.
+           - Tell why a product of float32 and 16-bit tensors fails outside autocast and
+             runs inside it.
+           - Call ``backward()`` after the autocast region closes: the backward pass runs
+             in the dtypes of the forward pass.
+   :read-first: :doc:`/auto_examples/numerics/plot_floating_point_formats` for the range
+                and precision of float16 and bfloat16.
+   :needs: A CPU is enough; there autocast uses bfloat16. The page runs on a CUDA or
+           Apple MPS GPU when there is one (``EFFPT_DEVICE=cpu`` keeps it on the CPU),
+           with float16, and its table then shows that device's lists.
+
 Inside a :func:`torch.autocast` region the same float32 tensors produce 16-bit results
 from some operations and float32 results from others, and it pays to know which before
 debugging a dtype error or a loss that went to ``nan``. This page runs one operation of

@@ -2,6 +2,24 @@
 Train with DistributedDataParallel, autocast and GradScaler
 ===========================================================
 
+.. effpt-before-you-start::
+   :learn: - Join a process group, wrap a model in ``DistributedDataParallel``, and leave
+             the group through a barrier and ``destroy_process_group``.
+           - Give each rank its share of the data with ``DistributedSampler`` and
+             ``set_epoch``.
+           - Train two ranks under autocast and ``GradScaler``, and check that they end
+             with the same weights and the same scale.
+           - Enter autocast in the thread that runs ``forward``: its state belongs to
+             one thread.
+   :read-first: :doc:`plot_gradscaler_loop` for the scaler's loop;
+                :doc:`/explanations/workers` for start methods and the ``__main__`` guard.
+   :needs: A CPU is enough: the page starts two processes that train in float16 on the
+           CPU and talk through gloo. With two or more CUDA GPUs each rank takes one and
+           uses NCCL, unless the ranks start by fork after the page has used CUDA. Run as
+           a file, the ranks start by spawn; without a file (a notebook), by fork where
+           the OS has it. The thread check at the start runs on a CUDA or Apple MPS GPU
+           when there is one.
+
 Data-parallel training runs one copy of the model in each of several processes and
 averages their gradients during ``backward()``; mixed precision fits into that loop
 unchanged once you know where autocast's state lives and what the scaler sees. This

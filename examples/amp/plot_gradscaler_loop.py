@@ -2,6 +2,19 @@
 Train with GradScaler and clip its gradients
 ============================================
 
+.. effpt-before-you-start::
+   :learn: - Write the float16 loop with ``torch.amp.GradScaler(device.type)``:
+             ``scale(loss).backward()``, ``step(optimizer)``, ``update()``.
+           - Clip gradients after ``scaler.unscale_(optimizer)``, and see the norm that
+             clipping would have seen before it.
+           - Step two models and their optimizers through one scaler.
+           - Save the scaler's ``state_dict`` with the checkpoint, so that a restored run
+             continues bit for bit.
+   :read-first: :doc:`plot_why_scale_gradients` for why float16 gradients need a scale.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), and trains in float16 on every
+           device, the CPU included. The checkpoint stays in memory; no file is written.
+
 The basic float16 training loop needs three calls to :class:`torch.amp.GradScaler`,
 and the first thing most real loops add, gradient clipping, goes wrong if it sees
 the gradients while they are still scaled. This page runs the loop, shows the scale

@@ -2,6 +2,21 @@
 Use GradScaler with accumulation, gradient penalties and custom functions
 =========================================================================
 
+.. effpt-before-you-start::
+   :learn: - Accumulate scaled gradients over micro-batches, and unscale, step and update
+             only once the effective batch is complete.
+           - Compute a gradient penalty from the scaled loss, and unscale its gradients by
+             hand.
+           - Make a custom :class:`torch.autograd.Function` work under autocast with
+             ``custom_fwd`` and ``custom_bwd``, and run one in float32 with
+             ``cast_inputs``.
+   :read-first: :doc:`plot_gradscaler_loop` for the loop and ``unscale_``;
+                :doc:`/auto_examples/basics/plot_custom_autograd_function` for writing a
+                :class:`torch.autograd.Function`.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), and uses float16 autocast on every
+           device, the CPU included.
+
 Some training code touches gradients in ways the basic float16 loop does not: it
 accumulates them over several batches, differentiates them again for a penalty, or
 computes them in a hand-written autograd function. Each of these meets the scaled

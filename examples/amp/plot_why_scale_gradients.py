@@ -2,6 +2,18 @@
 See why float16 gradients need scaling
 ======================================
 
+.. effpt-before-you-start::
+   :learn: - Read where float16 loses digits, flushes to zero and overflows.
+           - Count the gradients of a small network that float16 would flush to zero or
+             make subnormal, without a scale and with a scale of 2¹⁶.
+           - Watch :class:`torch.amp.GradScaler` skip a step whose gradients overflowed,
+             halve its scale and grow it back.
+   :read-first: :doc:`plot_autocast_basics` for what autocast does;
+                :doc:`/explanations/floating_point` for subnormal numbers.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU); its last section trains in float16
+           on every device, the CPU included.
+
 Gradients are often tiny, and float16 has few numbers below 6.1e-5 and none between
 zero and 2⁻²⁴ (about 6.0e-8): cast there, small gradients lose their digits or become
 exactly zero, and training stalls without an error. This page collects real gradients from a small network, counts

@@ -2,6 +2,24 @@
 Accumulate gradients so they match one large batch
 ==================================================
 
+.. effpt-before-you-start::
+   :learn: - Accumulate gradients over micro-batches so that they equal one large batch's,
+             a ragged last micro-batch included.
+           - Tell why no division makes BatchNorm match a large batch, while LayerNorm
+             does.
+           - Skip DDP's all-reduce on all micro-batches but the last with ``no_sync()``,
+             count the all-reduces each way, and read the timing's verdict.
+           - Call the GradScaler's ``unscale_`` once per step, after the last
+             micro-batch.
+   :read-first: :doc:`/auto_examples/amp/plot_autocast_ddp` for process groups and DDP;
+                :doc:`/auto_examples/amp/plot_gradscaler_loop` for ``unscale_``;
+                :doc:`/explanations/workers` for the ``MAIN`` guard and start methods.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), with float16 autocast in the last
+           section on every device. The DDP section starts two processes that run on the
+           CPU with gloo on every machine: run as a file, by the platform's default start
+           method; without a file (a notebook), by fork where the OS has it.
+
 When a large batch does not fit in memory, you run it as several micro-batches and add
 their gradients before one optimizer step. Done right, the step is the step of the large
 batch; done slightly wrong, it is a different step and nothing warns you. This page checks

@@ -2,6 +2,23 @@
 Checkpoint a training run and resume it exactly
 ===============================================
 
+.. effpt-before-you-start::
+   :learn: - Save everything a run's future depends on: model, optimizer, LR scheduler,
+             GradScaler, every generator's state and the next epoch.
+           - Check that a stopped and resumed run matches the uninterrupted one bit for
+             bit, and see what a checkpoint of weights and optimizer alone changes.
+           - Save from two processes with ``torch.distributed.checkpoint``, and load the
+             checkpoint into one.
+   :read-first: :doc:`/auto_examples/basics/plot_modules` for ``state_dict`` and
+                checkpointing the optimizer; :doc:`plot_reproducible_runs` for seeds and
+                generators; :doc:`/explanations/workers` for the ``MAIN`` guard.
+   :needs: A CPU is enough. The page trains on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU), in float16 autocast on every
+           device. The last section starts two processes that run on the CPU with gloo:
+           run as a file, by the platform's default start method; without a file (a
+           notebook), by fork where the OS has it. The checkpoints go to a new temporary
+           folder (``effpt-ckpt-...``), which the page leaves in place.
+
 A job that is stopped and resumed should end where the uninterrupted job would have:
 then a preempted run costs time, not a different result, and a bug can be replayed from
 its last checkpoint. That takes more than the model's weights. This page saves

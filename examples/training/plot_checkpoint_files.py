@@ -2,6 +2,23 @@
 Write checkpoint files safely and load them cheaply
 ===================================================
 
+.. effpt-before-you-start::
+   :learn: - Write a checkpoint to a temporary file and ``os.replace`` it, so that a crash
+             mid-write leaves the previous one whole.
+           - Load through one function that refuses truncated and foreign files with an
+             error naming the file.
+           - Load with ``weights_only=True``, and allow a class you trust with
+             ``safe_globals``.
+           - Measure what ``mmap=True`` and a model built on the ``meta`` device save in
+             memory and time, and read the verdicts.
+   :read-first: :doc:`/auto_examples/basics/plot_modules` for ``state_dict`` and
+                ``weights_only``; :doc:`plot_checkpoint_and_resume` for what a checkpoint
+                holds.
+   :needs: A CPU is enough: everything runs on the CPU, whatever the device. The page
+           writes its files, a 64 MiB checkpoint among them, to a new temporary folder
+           (``effpt-files-...``) and leaves them there. It reads resident memory from
+           ``/proc/self/statm`` (Linux); elsewhere it says that memory is not measured.
+
 A checkpoint is only useful if it is there, whole, when the job restarts, and if
 loading it can neither run someone else's code nor exhaust the machine's memory. This
 page writes a checkpoint so that a crash mid-write leaves the previous one in place,

@@ -2,6 +2,21 @@
 Make a training run reproducible, and know where that stops
 ===========================================================
 
+.. effpt-before-you-start::
+   :learn: - Seed Python, NumPy and torch, and pass your own ``torch.Generator`` where
+             other code shares the global stream.
+           - See which operations ``torch.use_deterministic_algorithms(True)`` refuses on
+             your device, and which CUDA settings go with it.
+           - Count the distinct results of a float32 sum over 1 to 4 threads, and read the
+             verdict.
+           - Tell what no setting makes reproducible: other machines, devices and
+             releases.
+   :read-first: Nothing: this page needs no other page.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU); the sums over 1 to 4 threads run
+           on the CPU on every machine, and the last section compares the CPU's random
+           numbers with the GPU's only where there is one.
+
 A run you can repeat bit for bit turns "the loss went up after my change" into a
 question with an answer. A seed alone rarely gives you that: other code draws from the
 same random stream, some kernels add in a different order every time, and the number of
