@@ -335,3 +335,34 @@ def test_a_notebook_function_on_a_system_without_fork_gets_advice_that_works_the
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["fork", "spawn"])
     with pytest.raises(ValueError, match="pass start_method='fork' or move"):
         ddp._check_importable(train, "spawn")
+
+
+@pytest.mark.parametrize(
+    ("last_line", "taken"),
+    [
+        # torch 2.13: the rendezvous wraps the store's failure in a DistNetworkError
+        (
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on "
+            "any local network address. port: 4321, useIpv6: 0, code: -98, name: "
+            "EADDRINUSE, message: address already in use",
+            True,
+        ),
+        # torch 2.6: the TCP store's own RuntimeError reaches the rank unwrapped
+        (
+            "RuntimeError: The server socket has failed to listen on any local network "
+            "address. port: 4321, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
+            "address already in use",
+            True,
+        ),
+        ("RuntimeError: my own server: address already in use", False),  # fn's error
+        (
+            "RuntimeError: The server socket has failed to listen on any local network "
+            "address. port: 9999, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
+            "address already in use",
+            False,  # another port: not this rendezvous
+        ),
+    ],
+)
+def test_only_the_rendezvous_failing_to_listen_counts_as_a_port_taken(tmp_path, last_line, taken):
+    (tmp_path / "rank0.err").write_text(f"Traceback (most recent call last):\n{last_line}\n")
+    assert effpt.ddp._port_taken(0, str(tmp_path), 4321) is taken

@@ -36,6 +36,12 @@ from typing import Any
 __all__ = ["DDPTimeoutError", "DDPWorkerError", "free_port", "launch"]
 
 _PORT_TAKEN = ("address already in use", "eaddrinuse")
+#: How the rendezvous's own failure to listen ends its traceback: a DistNetworkError on
+#: recent torch, the TCP store's bare RuntimeError on torch 2.6.
+_RENDEZVOUS_ERRORS = (
+    "torch.distributed.distnetworkerror",
+    "runtimeerror: the server socket has failed to listen",
+)
 _START_METHODS = ("fork", "forkserver", "spawn")
 
 
@@ -134,7 +140,8 @@ def _port_taken(rank: int, outdir: str, port: int) -> bool:
     """Whether ``rank`` failed because the rendezvous could not listen on ``port``.
 
     Only torch's own rendezvous error counts (the last line of the traceback is a
-    ``DistNetworkError`` naming the port as in use): an error of ``fn`` that merely
+    ``DistNetworkError``, or on torch 2.6 the TCP store's "server socket has failed to
+    listen", naming the port as in use): an error of ``fn`` that merely
     mentions "address already in use" is ``fn``'s, and ``fn`` is not run again.
     """
     err = Path(outdir, f"rank{rank}.err")
@@ -142,7 +149,7 @@ def _port_taken(rank: int, outdir: str, port: int) -> bool:
         return False
     last = err.read_text(encoding="utf-8").rstrip().rsplit("\n", 1)[-1].lower()
     return (
-        last.startswith("torch.distributed.distnetworkerror")
+        last.startswith(_RENDEZVOUS_ERRORS)
         and f"port: {port}," in last
         and any(mark in last for mark in _PORT_TAKEN)
     )
