@@ -337,30 +337,22 @@ def test_a_notebook_function_on_a_system_without_fork_gets_advice_that_works_the
         ddp._check_importable(train, "spawn")
 
 
+#: The TCP store's message when it cannot listen, as torch writes it.
+STORE_FAILED = (
+    "The server socket has failed to listen on any local network address. port: {port}, "
+    "useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"
+)
+
+
 @pytest.mark.parametrize(
     ("last_line", "taken"),
     [
         # torch 2.13: the rendezvous wraps the store's failure in a DistNetworkError
-        (
-            "torch.distributed.DistNetworkError: The server socket has failed to listen on "
-            "any local network address. port: 4321, useIpv6: 0, code: -98, name: "
-            "EADDRINUSE, message: address already in use",
-            True,
-        ),
+        ("torch.distributed.DistNetworkError: " + STORE_FAILED.format(port=4321), True),
         # torch 2.6: the TCP store's own RuntimeError reaches the rank unwrapped
-        (
-            "RuntimeError: The server socket has failed to listen on any local network "
-            "address. port: 4321, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
-            "address already in use",
-            True,
-        ),
+        ("RuntimeError: " + STORE_FAILED.format(port=4321), True),
         ("RuntimeError: my own server: address already in use", False),  # fn's error
-        (
-            "RuntimeError: The server socket has failed to listen on any local network "
-            "address. port: 9999, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
-            "address already in use",
-            False,  # another port: not this rendezvous
-        ),
+        ("RuntimeError: " + STORE_FAILED.format(port=9999), False),  # another port
     ],
 )
 def test_only_the_rendezvous_failing_to_listen_counts_as_a_port_taken(tmp_path, last_line, taken):
