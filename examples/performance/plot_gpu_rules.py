@@ -2,6 +2,22 @@
 A GPU's own rules
 =================
 
+.. effpt-before-you-start::
+   :learn: - Time GPU work correctly: wait for the device before you stop the clock.
+           - Find the calls that make the host wait (``.item()``, printing, data-dependent
+             shapes) with ``torch.cuda.set_sync_debug_mode``, and avoid some of them.
+           - Copy from pinned memory with ``non_blocking=True``, and turn on
+             ``cudnn.benchmark`` for fixed-shape convolutions.
+           - Choose a float32 matmul precision, and replay CUDA graphs with
+             ``torch.compile(mode="reduce-overhead")``.
+   :read-first: :doc:`/explanations/timing` for how the comparisons time their variants.
+   :needs: A CPU runs the page and shows what it can: the stopwatch, data-dependent
+           shapes, pinning's error, ``cudnn.benchmark``'s output and the float32
+           precision levels. Counting synchronizing calls, timing copies and
+           ``cudnn.benchmark``, and CUDA graphs need CUDA (each prints one skip line
+           elsewhere). On Apple MPS the stopwatch and the precision sections also run
+           on the GPU.
+
 Code that is fast on a CPU can waste most of a GPU: a stopwatch that does not wait for
 the device, one ``.item()`` per step, copies from ordinary host memory, untuned
 convolutions, float32 products that could use tensor cores, and small kernels launched one
@@ -97,7 +113,7 @@ else:
 # %%
 # Calls that make the host wait
 # -----------------------------
-# Some calls need a result on the host and therefore wait for the queue to drain:
+# On a GPU, some calls need a result on the host and therefore wait for the queue to drain:
 # ``.item()``, ``.cpu()``, printing a tensor, a tensor in an ``if``, and operations whose
 # output *shape* depends on the data, such as :meth:`~torch.Tensor.nonzero` and boolean
 # masking. The host cannot allocate their output before the device has counted. The same
@@ -169,7 +185,7 @@ if device.type != "cuda":
     except RuntimeError as exc:
         pin_error = f"RuntimeError: {exc}"
     print(pin_error or "torch.zeros(4).pin_memory() worked on this machine")
-    print(f"{build} timing pinned against pageable copies needs CUDA.")
+    print(f"{build} timing pinned, pageable and non-blocking copies needs CUDA.")
 
 # sphinx_gallery_start_ignore
 if device.type == "cpu" and not torch.cuda.is_available():
@@ -332,13 +348,13 @@ else:
 # %%
 # CUDA graphs through ``torch.compile``
 # -------------------------------------
-# A small model on a large GPU spends its time launching kernels, one per operation. A
-# CUDA graph records the launches once and replays them as one. ``torch.compile(model,
-# mode="reduce-overhead")`` fuses operations and records CUDA graphs (the CUDA semantics
-# notes describe graphs and their constraints). The replayed graph reuses its output
-# memory: an output kept from one call is overwritten by the next, so ``.clone()`` what
-# you keep. This section needs CUDA; compiling on a CPU would also cost more time than
-# this page may spend.
+# A small model on a large GPU can spend most of its time launching kernels, one per
+# operation. A CUDA graph records the launches once and replays them as one.
+# ``torch.compile(model, mode="reduce-overhead")`` fuses operations and records CUDA
+# graphs (the CUDA semantics notes describe graphs and their constraints). The replayed
+# graph reuses its output memory: an output kept from one call is overwritten by the
+# next, and reading it then raises an error, so ``.clone()`` what you keep. This section
+# needs CUDA; compiling on a CPU would also cost more time than this page may spend.
 mlp = nn.Sequential(*[m for _ in range(6) for m in (nn.Linear(256, 256), nn.ReLU())]).to(device)
 inputs = torch.randn(8, 256, device=device)  # (batch, features): small on purpose
 if device.type == "cuda":
