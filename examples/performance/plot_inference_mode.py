@@ -2,6 +2,21 @@
 Inference without autograd's costs
 ==================================
 
+.. effpt-before-you-start::
+   :learn: - Tell what ``eval()``, ``no_grad`` and ``inference_mode`` each turn off, and
+             use ``eval()`` with one of the two contexts for inference.
+           - Count the bytes a recorded graph keeps for backward, with saved-tensor hooks.
+           - Recognise the two errors an inference tensor raises outside
+             ``inference_mode``, and get an ordinary tensor back with ``.clone()``.
+           - Measure what each switch saves and how batch size trades latency for
+             throughput, and read the verdicts.
+   :read-first: :doc:`/auto_examples/basics/plot_autograd` for the graph autograd records
+                and its short section on ``no_grad`` and ``inference_mode``.
+   :needs: A CPU is enough. On a CUDA or Apple MPS GPU the page runs with larger sizes
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU). Only the peak-memory cell needs
+           CUDA; elsewhere it prints one line saying so. On a CPU the batch sweep runs at
+           one thread and, where there are more, at all the machine's threads.
+
 A model that only predicts has no use for a backward pass, yet by default every forward
 records a graph and keeps the tensors a backward pass would read. :class:`torch.no_grad`
 and :class:`torch.inference_mode` turn that work off, each to a different depth;
@@ -45,8 +60,9 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, width {width}
 # ``model.eval()`` changes what two kinds of layer compute: dropout passes its input through
 # unchanged, and batch norm normalizes with its running statistics instead of the batch's
 # and stops updating them. It says nothing to autograd. ``no_grad`` is the other way round:
-# it stops the recording and leaves the layers alone. The four combinations below run the
-# model twice on the same batch and report what happened.
+# it stops the recording and leaves the layers alone (:doc:`/auto_examples/basics/plot_autograd`
+# shows it for dropout). The four combinations below run the model twice on the same batch
+# and report what happened.
 bn = model[1]
 rows = {}
 for train in (True, False):
@@ -132,10 +148,10 @@ assert 0 < kept["grad", 1] < kept["grad", large], kept
 # sphinx_gallery_end_ignore
 
 # %%
-# On a GPU the same difference shows in the allocator's peak: with a graph, every saved
-# activation is still held when the forward ends; without one, each is freed as soon as
-# the next layer has read it. How large the ratio is depends on the kernels the device
-# picks (some save extra workspace), so it is an expectation, measured on CUDA only.
+# On CUDA the allocator's peak should show the same difference: with a graph, every saved
+# activation is still held when the forward ends; without one, each can be freed once the
+# next layer has read it. The peak also holds what the kernels allocate for themselves, so
+# the ratio is an expectation, measured where the CUDA allocator reports a peak.
 from effpt.expect import expect
 
 
@@ -172,8 +188,8 @@ else:
 # a view shares its base's memory, so that a write through the view reaches the base's
 # history. ``no_grad`` keeps both, because a tensor made under it may meet autograd later.
 # Under ``inference_mode`` every newly allocated tensor is an *inference tensor*: no version
-# counter (reading ``_version`` raises) and no view tracking. ``_version``, ``_is_view`` and ``_base`` are
-# internals, read here only to look.
+# counter (reading ``_version`` raises) and no view tracking. ``_version``, ``_is_view`` and
+# ``_base`` are internals, read here only to look.
 source = torch.ones(4, device=device)
 with torch.no_grad():
     a = source * 2
@@ -202,19 +218,16 @@ assert b.is_inference() and view_b.is_inference() and not view_b._is_view()
 # What each costs
 # ---------------
 # The three forwards below run the same model in evaluation mode, so the only difference is
-# autograd's work. Recording a graph costs a fixed amount per operation (a node, its edges,
+# autograd's work. Recording costs a fixed amount per operation (a node, its edges,
 # references to its saved tensors), paid on the calling thread, while the arithmetic grows
-# with the batch; so the gain of ``no_grad`` should be clearest on a batch of one. At a
-# large batch the graph also keeps each activation alive, so the next layer's output
-# cannot reuse its memory and may go to a buffer that is colder in the cache, a cost that
-# grows with the batch; the second expectation below tests which of the two weighs more
-# here. ``inference_mode`` saves a little more bookkeeping per tensor, which can drown in
-# the noise. The comparisons run at one thread: the bookkeeping runs on the calling thread
-# whatever the setting, and one thread keeps the start and stop of the intra-op pool out
-# of the differences (the batch sweep further down adds the machine's threads). How the
-# timings are taken: :doc:`/explanations/timing`. ``@torch.no_grad()`` and
-# ``@torch.inference_mode()`` also work as decorators, the usual form for a prediction
-# function.
+# with the batch; so the gain of ``no_grad`` should be clearest at batch 1. At a large
+# batch the kept activations cannot be reused for the next layer's output, which may then
+# land in memory colder in the cache: a cost that grows with the batch. The second
+# expectation below tests which weighs more here. ``inference_mode`` skips a little more
+# bookkeeping per tensor, which can drown in the noise. The comparisons run at one CPU
+# thread, which keeps the intra-op pool out of the differences (the batch sweep below adds
+# the machine's threads); how they are timed: :doc:`/explanations/timing`. Both contexts
+# also work as decorators, the usual form for a prediction function.
 from effpt.bench import compare
 from effpt.records import speedup
 
@@ -262,8 +275,9 @@ torch.set_num_threads(threads)  # back to the machine's setting
 # %%
 # A tensor made under ``inference_mode`` cannot re-enter autograd
 # ---------------------------------------------------------------
-# Without a version counter, autograd cannot check later that a saved tensor was left
-# alone, so it refuses to save an inference tensor for backward; and since an in-place
+# :doc:`/auto_examples/basics/plot_autograd` shows the first error below; here is why, and
+# the second. Without a version counter, autograd cannot check later that a saved tensor was
+# left alone, so it refuses to save an inference tensor for backward; and since an in-place
 # write outside inference mode would have to bump a counter that does not exist, that is
 # refused too. Reading one is fine, and so is an operation of a graph that saves nothing
 # (an addition): the error comes when autograd would save it. Below, features computed
@@ -310,13 +324,14 @@ assert not ordinary.is_inference() and head.weight.grad is not None
 # Batch size: latency against throughput
 # ---------------------------------------
 # A server chooses how many requests to answer in one forward. A larger batch spreads the
-# fixed cost of each call (Python, dispatch, one kernel launch per layer) over more
-# samples, so samples per second should rise with the batch until the arithmetic itself
-# fills the machine; from there on, a larger batch only makes each caller wait longer. The
-# sweep runs ``forward_inference`` on batches from 1 to ``largest``; on a CPU once at one
-# thread and once at the machine's threads, because the intra-op thread pool splits a
-# matrix product only above a size that differs per machine. Each call is timed on its
-# own (``number=1``), the device synchronized after it: the time one caller waits.
+# fixed cost of each call (Python, dispatch, and on a GPU one kernel launch per operation)
+# over more samples, so samples per second should rise with the batch until the arithmetic
+# itself fills the machine; from there on, a larger batch only makes each caller wait
+# longer. The sweep runs ``forward_inference`` on batches from 1 to ``largest``; on a CPU at
+# one thread and, where the machine has more, at all its threads, because the intra-op
+# thread pool splits a matrix product only above a size that differs per machine. Each
+# call is timed on its own (``number=1``), the device synchronized after it: the time one
+# caller waits.
 from effpt.bench import time_callable
 from effpt.records import format_seconds
 
@@ -341,8 +356,8 @@ for n, timings in sweep.items():
     )
 
 # %%
-# The left panel is the time one batch takes (what a caller waits), the right one the
-# samples per second it amounts to; bars span the quartiles of the repeats. A line that
+# The left panel is the time one batch takes (what a caller waits), its bars spanning the
+# quartiles of the repeats; the right one is the samples per second it amounts to. A line that
 # rises in proportion to the batch on the left is a flat line on the right. Where the
 # machine's threads do worse than one thread, either the work was too small to repay
 # waking the thread pool, or the cores were busy with other work and a product split
@@ -387,8 +402,8 @@ plt.show()
 # samples per second have stopped growing by the last doubling. The first can fail where
 # the fixed cost per call is small against the arithmetic of one sample (slow kernels, a
 # wide model); the second where the largest batch does not yet fill the device (a GPU
-# with a small model) or where a larger batch falls out of a cache and slows down per
-# sample (then the ratio falls below 1 and the expectation still holds). The batch printed
+# with a small model). Where a larger batch falls out of a cache and slows down per
+# sample, the second ratio falls below 1, and the expectation holds. The batch printed
 # above, where 80 % of the best rate is first reached, is a rough reading of where this
 # machine's curve flattens; noisy timings move it from run to run.
 
