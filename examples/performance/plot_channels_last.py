@@ -2,6 +2,20 @@
 Memory format for convolutions: channels_last
 =============================================
 
+.. effpt-before-you-start::
+   :learn: - Read a memory format from the strides, and convert a model and its input to
+             ``torch.channels_last``.
+           - Tell which operations keep the layout and which hand back NCHW, and flatten
+             without ``view``.
+           - Check that both layouts compute the same function, up to rounding.
+           - Measure whether the layout pays on your device, and what a conversion costs
+             against a convolution.
+   :read-first: :doc:`/auto_examples/basics/plot_tensors_are_views` for strides and for
+                when ``.to()`` copies.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU); on CUDA it times in float16 under
+           autocast, and the one-thread timing runs on a CPU only.
+
 A convolution reads, for every pixel, the values of all its channels. In PyTorch's
 default layout those values lie far apart in memory; in the ``channels_last`` layout they
 sit side by side, which is what many CPU and GPU convolution kernels want. This page
@@ -61,8 +75,9 @@ assert nhwc_view.flatten()[:6].tolist() == [0.0, 20.0, 40.0, 1.0, 21.0, 41.0]
 
 # %%
 # A ``channels_last`` tensor is an NHWC tensor permuted to look like NCHW, so every
-# indexing, shape and broadcasting rule is unchanged. Converting a tensor that already has
-# the layout returns it as it is, without a copy, in both directions.
+# indexing, shape and broadcasting rule is unchanged. Asking a tensor for the layout it
+# already has returns the tensor itself, without a copy (first two lines);
+# ``contiguous()`` on a channels_last tensor copies it back to NCHW (last line).
 print("x_cl.to(memory_format=cl) is x_cl:", x_cl.to(memory_format=cl) is x_cl)
 print("x.contiguous() is x:              ", x.contiguous() is x)
 print("x_cl.contiguous() strides:        ", x_cl.contiguous().stride())
@@ -158,9 +173,10 @@ if device.type == "cpu":
 # sphinx_gallery_end_ignore
 
 # %%
-# Code that flattens with ``view`` breaks on the new layout: the channels and the pixels of
-# an image no longer form one contiguous block. ``flatten`` and ``reshape`` copy when they
-# must and give the same values as on the NCHW tensor.
+# Code that flattens with ``view`` breaks on the new layout: an image still fills one block
+# of memory, but not in the order (channels, rows, columns) that the flattened dimension
+# reads it in, so no strides can describe the result. ``flatten`` and ``reshape`` copy when
+# they must and give the same values as on the NCHW tensor.
 try:
     act.view(2, -1)
 except RuntimeError as exc:
@@ -179,8 +195,9 @@ assert torch.equal(flat, act.contiguous().view(2, -1))
 # --------------------------------------
 # The two models run one training-mode forward and backward on the same batch, in
 # float32. The kernels for the two layouts add products in different orders, so the
-# results need not be equal bit for bit. The longest sums are the first weight
-# gradient's, one product per pixel of the batch (``n`` below); reordering a float32 sum
+# results need not be equal bit for bit. The longest sums are in the weight gradients of
+# the two convolutions before the pooling, one product per pixel of the batch (``n``
+# below); the check reads the first one's. Reordering a float32 sum
 # of ``n`` terms typically moves it by a few times √n roundings of 1.2e-7 relative to
 # its scale (√n × 1.2e-7 is printed). The check allows 1e-3 of the largest value: far
 # above that, and far below the gap of order one that mixed-up channels would leave. A
@@ -309,11 +326,11 @@ fig.suptitle(describe(device), fontsize=9)
 plt.show()
 
 # %%
-# Threads change the story on a CPU: oneDNN splits a convolution over the intra-op
-# threads, and the reorders of the NCHW path are split too, each with its own threshold.
-# So on a CPU with several threads the largest batch is timed again on one thread
-# (restored afterwards). If the two verdicts differ, the threads (or other work on the
-# machine) decided the first one.
+# Threads change the story on a CPU: both paths split their convolutions and their
+# layout copies over the intra-op threads, and the parts do not split equally well. So on
+# a CPU with several threads the largest batch is timed again on one thread (restored
+# afterwards). If the two verdicts differ, the threads changed the outcome, or other
+# work on the machine disturbed one of the timings.
 if device.type == "cpu" and torch.get_num_threads() > 1:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -368,14 +385,17 @@ _ = expect(
 # An operation that drops the layout (the softmax and layer norm above, on a CPU) sends
 # the next convolution an NCHW tensor, and only a full copy brings the layout back. A copy
 # reads and writes every byte of the activation once, so each direction moves twice its
-# size: a count, printed below. Its time is memory traffic, while the convolution's is
-# arithmetic, so their ratio depends on the machine: faster convolution kernels make the
-# same copy weigh more. Below, at the largest batch, a round trip (to NCHW and back) of an
-# activation shaped like the second convolution's output (printed), against a 3 × 3
-# convolution on it that keeps the number of channels. The bar is half the convolution's
-# time: under it, an occasional operation that drops the layout costs a fraction of a
-# layer; over it, each such operation costs nearly a layer of its own, and keeping the
-# layout from one convolution to the next matters.
+# size: a count, printed below. Its time is set by memory access (the copy transposes, so
+# one side is read or written with a stride), the convolution's by arithmetic, so their
+# ratio depends on the machine: faster convolution kernels make the same copy weigh more.
+# Below, at the largest batch, a round trip (to NCHW and back) of an activation shaped
+# like the second convolution's output (printed), against a 3 × 3 convolution on it that
+# keeps the number of channels. The table reads the round trip as a speed-up over the
+# convolution; the expectation reads it as a fraction of the convolution's time, with a
+# bar at one half. Under it, an operation that drops the layout costs less than half a
+# convolution. Over it, the operation costs more than the layout saves on one
+# convolution whenever the layout makes that convolution less than 1.5× faster (the
+# whole network's speed-ups above give the order of that gain here).
 act_dtype = low if use_amp else torch.float32
 act = torch.randn(batches[-1], 2 * channels, size, size, device=device, dtype=act_dtype)
 act = act.to(memory_format=cl)  # (batch, channels, height, width), channels innermost
