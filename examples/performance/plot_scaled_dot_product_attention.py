@@ -2,6 +2,24 @@
 Attention with scaled_dot_product_attention
 ===========================================
 
+.. effpt-before-you-start::
+   :learn: - Check SDPA against attention written by hand, with boolean, additive and
+             causal masks, and see what each returns for a row with every position
+             masked.
+           - Time both as the sequence grows, and count the bytes of the score matrix
+             the hand-written version stores.
+           - Find which SDPA kernel ran with the profiler, and restrict the choice with
+             ``sdpa_kernel``.
+           - Pass ``dropout_p`` only while training, and write a variant of attention as
+             a FlexAttention ``mask_mod`` or ``score_mod``.
+   :read-first: :doc:`plot_profile_a_training_step` for the profiler's tables;
+                :doc:`/explanations/timing` for how the timings are measured.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU). Only on CUDA does it time in
+           float16 up to ``L = 8192``, measure peak memory and compile FlexAttention
+           with :func:`torch.compile`; elsewhere it runs FlexAttention uncompiled, or
+           prints why it could not.
+
 Attention written by hand builds a matrix of scores with one row and one column per
 position of the sequence, keeps it in memory and runs several kernels over it.
 :func:`torch.nn.functional.scaled_dot_product_attention` (SDPA) computes the same
@@ -106,10 +124,11 @@ for out in outputs.values():
 
 # %%
 # A row in which every position is masked has nothing to average. The hand-written
-# softmax divides zero by zero there and returns NaN. Since PyTorch 2.5, SDPA returns
-# zeros for such a row instead (the pull request "Add a private _safe_softmax" in
-# PyTorch's repository gives the reasons). Each kernel implements that on its own, so
-# the cell prints what the math kernel and the kernel chosen here return.
+# softmax sees only ``-inf`` in that row and returns NaN. Since PyTorch 2.5, SDPA's
+# math kernel returns zeros for such a row instead (the pull request "Add a private
+# _safe_softmax" in PyTorch's repository gives the reasons). Each fused kernel handles
+# such a row in its own code, so the cell prints what the math kernel and the kernel
+# picked here return.
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 row_masked = causal.clone()
@@ -137,11 +156,12 @@ if device.type in ("cpu", "cuda"):  # the generic math kernel; MPS has its own
 # values. A fused kernel (flash attention, introduced by Tri Dao and colleagues in
 # 2022) works through the keys block by block with a running softmax, so the scores
 # stay in cache or registers. Whether that wins depends on the device: on a GPU,
-# memory traffic usually dominates; on a CPU, the matrix products of the hand-written
-# version run on a tuned BLAS and the fused kernel has to beat it. Each length is
-# timed with :func:`effpt.bench.compare` (how it measures: :doc:`/explanations/timing`)
-# on all of PyTorch's threads; the longest also on one thread, since the thread pool
-# splits the two versions differently.
+# memory traffic usually dominates; on a CPU, the hand-written version's two large
+# matrix products run on a tuned BLAS, and the fused kernel, which multiplies block
+# by block, has to beat them. Each length is timed with :func:`effpt.bench.compare`
+# (how it measures: :doc:`/explanations/timing`) on all of PyTorch's threads; the
+# longest also on one thread, since the thread pool splits the two versions
+# differently.
 from effpt.bench import compare, format_seconds
 from effpt.records import speedup
 
@@ -179,10 +199,10 @@ for n in lengths:
 # %%
 # Each ratio comes with the interval its spread allows; "inconclusive" means the two
 # cannot be told apart here. At short lengths the scores fit in cache anyway and a
-# fused kernel has little to save, so either version may win there; the saving grows
-# with ``L²``. The cell prints the shortest length from which every longer one was
-# decisively faster with SDPA, and states two expectations: SDPA wins at the longest
-# length, and by more there than at the shortest.
+# fused kernel has little to save, so either version may win there; the traffic it
+# saves grows as ``L²``. The cell prints the shortest length from which every longer
+# one was decisively faster with SDPA, and states two expectations: SDPA wins at the
+# longest length, and by more there than at the shortest.
 from effpt.expect import expect
 
 faster = [
@@ -304,15 +324,17 @@ plt.show()
 # Which kernel ran
 # ----------------
 # SDPA has several kernels: ``MATH`` (the reference, built from ordinary operations),
-# ``FLASH_ATTENTION``, ``EFFICIENT_ATTENTION`` (memory-efficient attention) and
-# ``CUDNN_ATTENTION``. In its own order of preference, it picks the first one whose
-# conditions the inputs meet (dtype, device, head dimension, mask, dropout);
-# :func:`torch.nn.attention.sdpa_kernel` restricts the choice, and raises when no
-# allowed kernel fits. The profiler (:mod:`torch.profiler`) names the operator that
-# ran. Each kernel below is allowed alone, as PyTorch's tutorial "Implementing
-# High-Performance Transformers with Scaled Dot Product Attention" does to time them;
-# where SDPA warns why a kernel could not run, the first line of each warning is
-# printed.
+# ``FLASH_ATTENTION``, ``EFFICIENT_ATTENTION`` (memory-efficient attention),
+# ``CUDNN_ATTENTION``, and ``OVERRIDEABLE`` for kernels other devices bring (Intel's XPU
+# among them). In its own order of preference, it picks the first one whose conditions
+# the inputs meet (dtype, device, head dimension, mask, dropout);
+# :func:`torch.nn.attention.sdpa_kernel` restricts the choice, and SDPA raises when no
+# allowed kernel fits. A CPU has two: ``MATH`` and a flash kernel of its own; the
+# others raise there, with a message about kernels turned off. The profiler
+# (:mod:`torch.profiler`) names the operator that ran. Each kernel below is allowed
+# alone, as PyTorch's tutorial "Implementing High-Performance Transformers with Scaled
+# Dot Product Attention" does to time them; where SDPA warns why a kernel could not
+# run, the first line of each warning is printed.
 import warnings
 
 from torch.profiler import profile
@@ -353,10 +375,10 @@ if device.type == "cpu":
 # whether the model is training: it drops weights whenever ``dropout_p > 0``. A module
 # passes ``dropout_p=self.p if self.training else 0.0`` itself, as below. To see the
 # dropped weights, the values are set to the identity matrix: the output is then the
-# weight matrix itself. The math kernel calls the same dropout as
-# :func:`torch.nn.functional.dropout`, so with the same seed it zeroes the same weights
-# as that function applied to the hand-written weights; fused kernels draw their
-# random numbers their own way.
+# weight matrix itself, after dropout (kept weights scaled by ``1 / (1 - p)``). The
+# math kernel calls the same dropout as :func:`torch.nn.functional.dropout`, so with
+# the same seed it zeroes the same weights as that function applied to the
+# hand-written weights; fused kernels draw their random numbers their own way.
 from torch import nn
 
 
@@ -399,14 +421,14 @@ if device.type == "cpu":
 # FlexAttention: variants written as Python
 # -----------------------------------------
 # A new variant of attention (a relative-position bias, a sliding window) needs a
-# float mask with SDPA, which is again ``L × L`` numbers. FlexAttention
-# (:func:`torch.nn.attention.flex_attention.flex_attention`, described in PyTorch's
-# blog post "FlexAttention: The Flexibility of PyTorch with the Performance of
-# FlashAttention") takes the variant as a function instead: a ``score_mod`` that
-# changes one score, or a ``mask_mod`` that says whether one query may see one key,
-# which :func:`~torch.nn.attention.flex_attention.create_block_mask` turns into a list
-# of blocks to skip. :func:`torch.compile` fuses them into a kernel; uncompiled,
-# FlexAttention materialises the scores and warns so. The two functions below are a
+# mask tensor with SDPA (a float one for a bias), again ``L × L`` numbers.
+# FlexAttention (:func:`torch.nn.attention.flex_attention.flex_attention`, described
+# in PyTorch's blog post "FlexAttention: The Flexibility of PyTorch with the
+# Performance of FlashAttention") takes the variant as a function instead: a
+# ``score_mod`` that changes one score, or a ``mask_mod`` that says whether one query
+# may see one key, which :func:`~torch.nn.attention.flex_attention.create_block_mask`
+# turns into a list of blocks to skip. :func:`torch.compile` fuses them into a kernel;
+# uncompiled, FlexAttention materialises the scores and warns so. The two functions below are a
 # causal ``mask_mod`` and a ``score_mod`` that subtracts a penalty growing with the
 # distance between query and key, with one slope per head.
 try:
@@ -424,8 +446,8 @@ def distance_bias(score, b, h, q_idx, kv_idx):
 
 
 # %%
-# On a CPU, compiling builds a C++ kernel and takes longer than this page's time
-# budget, so the page compiles FlexAttention on CUDA only; where it runs uncompiled,
+# On a CPU, compiling FlexAttention builds a C++ kernel (torch 2.6 and later); to keep
+# its run time short, this page compiles it on CUDA only. Where it runs uncompiled,
 # the cell prints the first line of its warning. Each result is compared with SDPA:
 # ``is_causal=True`` for the mask, and for the bias a float mask that holds the same
 # penalties, ``heads × L × L`` numbers.
@@ -484,7 +506,8 @@ if flex_ran:
 # - The hand-written version stores ``L × L`` scores per head; whether SDPA is faster
 #   depends on the kernel and the device: read the verdicts above, and measure on your
 #   own.
-# - :func:`~torch.nn.attention.sdpa_kernel` restricts the kernels and raises when none
-#   fits; the profiler shows which one ran.
+# - :func:`~torch.nn.attention.sdpa_kernel` restricts the kernels, and SDPA raises when
+#   none fits; the profiler shows which one ran.
 # - Pass ``dropout_p`` only while training.
-# - FlexAttention takes a variant as a Python function; compile it for speed.
+# - FlexAttention takes a variant as a Python function; compiled, it runs as a fused
+#   kernel; uncompiled, it materialises the scores and warns.
