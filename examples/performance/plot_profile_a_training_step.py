@@ -2,6 +2,21 @@
 Profile a training step
 =======================
 
+.. effpt-before-you-start::
+   :learn: - Label the phases of a step with ``record_function``, and read the profiler's
+             tables sorted by self time and by total time.
+           - Record a few steps on a ``schedule``, export each cycle's trace, and read the
+             trace back to draw one step as a timeline.
+           - Split each phase into time inside operators and time between them.
+           - See what each phase allocates and releases, and which code called an operator.
+   :read-first: :doc:`/auto_examples/basics/plot_fitting_a_curve` for the training loop;
+                :doc:`/measurements` for how an expectation's verdict is read.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU); on CUDA the profiler also records
+           the GPU's kernels, which add a row to the figure and a busy-time line to the
+           phase table; on MPS the memory section says so when the profiler recorded no
+           allocations. The traces go to a temporary folder that the page removes.
+
 A slow training step rarely spends its time where its author guesses, and a guess is a
 poor reason to rewrite code. :mod:`torch.profiler` records every operator a step runs,
 how long it took and what it allocated. This page profiles the step of a small
@@ -16,10 +31,11 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_pr
 # A step with labelled phases
 # ---------------------------
 # The model is a three-layer perceptron trained with Adam; batches come from a
-# :class:`~torch.utils.data.DataLoader` over tensors in memory, as an epoch of a real
-# dataset would after its first pass. :func:`torch.profiler.record_function` wraps each
-# phase in a labelled range that shows up in every table and trace below. The first
-# steps create Adam's state and warm up the allocator, so they run before any profiling.
+# :class:`~torch.utils.data.DataLoader` over tensors already in memory, so the data
+# phase holds batching only, not reading files. :func:`torch.profiler.record_function`
+# wraps each phase in a labelled range that shows up in every table and trace below.
+# The first steps create Adam's state and warm up the allocator, so they run before any
+# profiling.
 import torch
 from torch import nn
 from torch.profiler import record_function
@@ -113,8 +129,10 @@ print(by_name.table(sort_by="cpu_time_total", row_limit=8, max_name_column_width
 # record: here it skips one step (``wait``), starts the profiler and throws away one
 # (``warmup``), records five (``active``), and runs that cycle twice. The loop calls
 # ``prof.step()`` at the end of every step. At the end of each cycle the profiler calls
-# ``on_trace_ready``, which here exports the cycle as a Chrome trace, a JSON file, into
-# a temporary folder. ``acc_events=True`` keeps both cycles' events for the tables.
+# ``on_trace_ready``, which here exports the cycle as a Chrome trace into a temporary
+# folder: a JSON file named after the step about to start. ``acc_events=True`` keeps
+# the first cycle's events in ``prof`` when the second starts (without it the profiler
+# drops them and warns).
 import tempfile
 from pathlib import Path
 
@@ -146,8 +164,9 @@ for path in traces:
 # the events, each with a name, a category, a thread, a start ``ts`` and a duration
 # ``dur`` in microseconds. Reading one back shows what the viewer draws: ``cpu_op`` for
 # operators, ``user_annotation`` for the labels (``ProfilerStep#N`` is the profiler's
-# label for step N), and on a GPU ``kernel`` for what ran on the device. The second
-# trace holds steps 9 to 13: its cycle waited at step 7 and warmed up at step 8.
+# label for step N), on a GPU ``kernel`` for what ran on the device, and one ``Trace``
+# event that spans the recording. The second trace holds steps 9 to 13: its cycle
+# waited at step 7 and warmed up at step 8.
 import json
 from collections import Counter
 
@@ -250,11 +269,12 @@ assert (len(kernels) > 0) == (device.type == "cuda"), len(kernels)
 # operators under a label answer the second: whether the phase's time is spent in
 # operators or in the Python around them. On a CPU an operator's time holds both its
 # dispatch (argument checks, picking a kernel, allocating the output) and the kernel
-# itself, and the profiler cannot tell them apart; the time per call can. Many calls of
-# a microsecond or a few each are mostly dispatch, which fewer, larger operations
-# reduce (``foreach`` or fused optimizers, :func:`torch.compile`); a few long calls are
-# mostly kernels, which only less arithmetic or faster kernels shorten. The code below
-# measures each phase of the ten steps the two traces recorded.
+# itself, and the profiler cannot tell them apart; the time per call hints at which
+# dominates. Many calls of a microsecond or a few each are mostly dispatch, which fewer,
+# larger operations reduce (``foreach`` or fused optimizers, :func:`torch.compile`); a
+# few long calls are mostly kernels, which only less arithmetic or faster kernels
+# shorten. The code below measures each phase of the ten steps the two traces
+# recorded.
 import shutil
 import statistics
 
@@ -333,7 +353,9 @@ for r in recorded:  # nested spans: the parts never exceed the whole
 # gradients of the layer's input and of its weight; the first layer needs only the
 # second), so it should take longer. Where each operator's fixed cost outweighs its
 # arithmetic (small layers, a busy machine, threads waiting for each other), the two can
-# come out even or reversed; the interval says whether the ten steps agree.
+# come out even or reversed; the interval says whether the ten steps agree. The steps
+# ran with the thread count printed at the top: more threads shorten the matrix
+# products but not each operator's fixed cost, so every share moves with the machine.
 from effpt.bench import Timing
 from effpt.expect import expect
 from effpt.records import speedup
@@ -355,10 +377,11 @@ _ = expect(
 # whole tensor, while the matrix products' work grows with the batch: with a small batch
 # the two can be of a size. Its default implementation on a CPU or on Apple's MPS
 # handles one parameter per call; on a CUDA GPU it defaults to ``foreach`` operators
-# that handle all of them in each call. The optimizer's time per call in the table above
-# tells which cost dominates here: around a microsecond is mostly dispatch, tens of
-# microseconds or more mostly passes over memory. ``Adam(..., fused=True)`` cuts both,
-# where the device has it.
+# that handle all of them in each call. On a CPU, the optimizer's time per call in the
+# phase table above hints at which cost dominates: around a microsecond is mostly
+# dispatch, tens of microseconds or more mostly passes over memory (on a GPU, an
+# operator's CPU time is its dispatch and launch). ``Adam(..., fused=True)`` cuts
+# both, where the device has it.
 shares = [100 * r["optimizer"]["wall"] / r["step"] for r in recorded]
 quartiles = statistics.quantiles(shares, n=4, method="inclusive")
 _ = expect(
