@@ -2,7 +2,23 @@
 torch.compile without surprises
 ===============================
 
-:func:`torch.compile` makes code faster only when it captures that code in a few large
+.. effpt-before-you-start::
+   :learn: - Find graph breaks and their reasons with ``torch._dynamo.explain``, and turn
+             a break into an error with ``fullgraph=True``.
+           - Count the recompilations that shapes, dtypes, ``requires_grad`` and Python
+             values cause; declare varying sizes with ``dynamic=`` or ``mark_dynamic``.
+           - See the recompile limit at work, catch late recompiles with
+             ``torch.compiler.set_stance``, and compile one block instead of a whole model.
+           - Measure a first compilation, the calls that repay it, and what the on-disk
+             cache saves a new process.
+   :read-first: :doc:`/auto_examples/compilation/plot_torchscript_to_compile` for a first
+                use of ``torch.compile`` and ``torch._dynamo.explain``.
+   :needs: A CPU is enough. Up to "Compile one block", Dynamo runs alone and compiles
+           nothing. The last two sections start two new Python processes that compile with
+           Inductor on the page's device: that needs a C++ compiler on a CPU, Triton on a
+           CUDA GPU. They share a new temporary cache folder, deleted at the end.
+
+:func:`torch.compile` speeds code up most when it captures that code in a few large
 graphs and compiles them once. A print, a ``.item()`` or a new input shape can quietly
 split the graph or trigger one compilation after another, and the first call of a
 compiled function can cost seconds. This page counts graphs, graph breaks and
@@ -62,7 +78,7 @@ class CountGraphs:
 # ``TORCH_LOGS="graph_breaks"`` logs each break with its line as it happens. The
 # reasons below are Dynamo's own first lines (``generic_jump`` is a jump in the bytecode
 # that depends on a tensor), and the print's own line shows in the output: Python ran it
-# between two graphs. The clock's break also raises a warning, printed first.
+# between two graphs. The clock's break also raises a warning, printed above the table.
 import time
 import warnings
 
@@ -306,7 +322,7 @@ assert len(counter.graphs) == 1
 # block (``block.compile()``, the "regional compilation" of PyTorch's recipes).
 # Compiled whole, the model is one graph that grows with its depth, and Inductor's work
 # grows with the operations captured. Compiled per block, each graph holds one block,
-# blocks of the same class share it, and the Python between blocks (logging, a
+# blocks of the same class share graphs, and the Python between blocks (logging, a
 # ``.item()`` for a progress bar) stays outside the compiler, where it cannot break a
 # graph; ``fullgraph=True`` then guards each block. Compare the operations captured
 # at two depths.
@@ -363,14 +379,14 @@ assert captured["whole, depth 8"] == [8 * per_block[0]], captured
 # Compile time, and when it pays off
 # ----------------------------------
 # Now the real compiler. The first call of a function compiled with Inductor captures
-# it, generates code, builds that code (C++ on a CPU, Triton kernels on a GPU) and runs
+# it, generates code, builds that code (C++ on a CPU, Triton kernels on a CUDA GPU) and runs
 # it; later calls only check guards and run. Compiling pays off once the time it saves
 # per call has repaid the first call. To measure a first compilation from nothing,
 # the function runs in a fresh Python process with an empty cache folder of its own,
 # named by ``TORCHINDUCTOR_CACHE_DIR``; that process times its first call, then its
 # later calls and the eager function with :func:`effpt.bench.time_callable`
 # (how: :doc:`/explanations/timing`), and prints the numbers as JSON. The function is
-# the tanh approximation of GELU: seven elementwise operations that Inductor can fuse
+# the tanh approximation of GELU: eight elementwise operations that Inductor can fuse
 # into one pass over memory.
 import json
 import os
@@ -386,7 +402,7 @@ from effpt.bench import synchronize, time_callable
 from effpt.device import pick_device
 
 
-def gelu(x):  # seven elementwise operations
+def gelu(x):  # eight elementwise operations
     return 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * x**3)))
 
 
@@ -440,7 +456,7 @@ if __name__ == "__main__":
 
 # %%
 # How many calls repay the first one depends on everything this page cannot fix: the
-# compiler's speed on the machine, how much the fused kernel saves over eager's seven
+# compiler's speed on the machine, how much the fused kernel saves over eager's eight
 # passes, the device. On a CPU, Inductor writes loops for the vector instructions it
 # finds, unless ``ATEN_CPU_CAPABILITY`` says otherwise: set to ``default``, as on one of
 # this site's machine stand-ins, it writes scalar loops, which can lose to eager's
@@ -473,7 +489,7 @@ if __name__ == "__main__":
 # (its FX graph cache and AOTAutograd's cache), kernels and the checks of the CPU's
 # vector instructions. A second process pointed at the same folder still runs Dynamo
 # and checks guards, but finds the rest on disk. PyTorch's compile-time caching recipes
-# describe these caches and :func:`torch.compiler.save_cache_artifacts`, which packs the
+# describe these caches and :func:`torch.compiler.save_cache_artifacts` (torch 2.7 and later), which packs the
 # entries a process made into bytes that :func:`torch.compiler.load_cache_artifacts`
 # loads elsewhere. How much the folder saves depends on what the first compilation
 # spent building; the expectation compares the two first calls.
