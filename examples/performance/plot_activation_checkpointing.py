@@ -2,6 +2,20 @@
 Trade compute for memory with activation checkpointing
 ======================================================
 
+.. effpt-before-you-start::
+   :learn: - Count the bytes autograd saves for the backward pass with
+             ``saved_tensors_hooks``, one storage at a time.
+           - Checkpoint blocks with ``checkpoint(..., use_reentrant=False)`` and
+             ``checkpoint_sequential``, and get the same gradients bit for bit.
+           - Choose the number of segments from the bytes a block saves and its input's size.
+           - Measure what the recomputation costs in step time, and read the verdicts.
+   :read-first: :doc:`/auto_examples/basics/plot_autograd` for ``grad_fn`` and
+                ``backward()``; :doc:`/explanations/timing` for how the steps are timed.
+   :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
+           (``EFFPT_DEVICE=cpu`` keeps it on the CPU). The peak-memory section measures
+           on CUDA only and prints a line saying so elsewhere; the one-thread timing runs
+           on a CPU only.
+
 Training keeps every activation the backward pass will need until that pass uses it, and
 in a deep model those activations, not the weights, often decide whether a batch fits.
 Activation checkpointing keeps only the inputs of chosen parts of the model and runs those
@@ -243,18 +257,19 @@ assert all(identical.values()), identical
 # %%
 # What the recomputation costs in time
 # ------------------------------------
-# A checkpointed block runs its forward pass twice, so checkpointing every block adds
-# the work of about one forward pass to a step: a little less where the early stop skips
-# the end of a block's recomputation, a little more for the Python work of each
-# checkpoint. By the count of multiplications, a forward pass is a third of a step,
-# since a linear layer's backward pass does two products as large as its forward one
-# (one for the input's gradient, one for the weight's); a machine's time shares can
-# differ from that count, so the forward pass is timed too. With ``s`` segments,
-# ``(s - 1) / s`` of the blocks are recomputed. :func:`effpt.bench.compare` times whole
-# training steps of every variant, taking turns (how it measures:
+# By the count of multiplications, a forward pass is a third of a step, since a linear
+# layer's backward pass does two products as large as its forward one (one for the
+# input's gradient, one for the weight's). A checkpointed block runs its forward pass
+# again, but the non-reentrant form stops as soon as it has every tensor the backward
+# pass needs. Here the last one is ``down``'s input, saved before ``down`` multiplies,
+# so ``down``'s product is skipped: the recomputation is about half a forward pass by
+# that count. The Python work of each checkpoint comes on top, and a machine's time
+# shares can differ from the count, so the forward pass is timed too. With ``s``
+# segments, ``(s - 1) / s`` of the blocks are recomputed. :func:`effpt.bench.compare`
+# times whole training steps of every variant, taking turns (how it measures:
 # :doc:`/explanations/timing`). The expectations: checkpointing every block makes a
-# step slower, and by less than half a step, which would fail where one forward pass
-# takes about half a step or more.
+# step slower, and by less than half a step; the second fails where the checkpoints'
+# Python work or the recomputed products take half a step or more.
 from effpt.bench import compare
 from effpt.expect import expect
 from effpt.records import speedup
@@ -272,6 +287,15 @@ def training_step(forward):
 
 
 steps = {name: training_step(forward) for name, forward in variants.items()}
+
+# sphinx_gallery_start_ignore
+finished = []  # down's forward finishes in the forward pass only, not in the recomputation
+hooks = [block.down.register_forward_hook(lambda *_: finished.append(1)) for block in model]
+steps["every block"]()
+for hook in hooks:
+    hook.remove()
+assert len(finished) == depth, len(finished)
+# sphinx_gallery_end_ignore
 records = compare(
     f"training step of {depth} blocks, input {tuple(x.shape)}",
     {**steps, "forward pass alone": lambda: model(x)},
@@ -285,13 +309,14 @@ expect("checkpointing every block makes a training step slower", slowdown, above
 _ = expect("checkpointing every block costs less than half a step more", slowdown, below=1.5)
 
 # %%
-# Both steps run the same kernels at the same sizes, and on a CPU the intra-op thread
-# pool splits each kernel the same way in both, so the number of threads should change
-# them alike. To see whether it decided the verdict, the two are timed again on one
-# thread (the number of threads is restored afterwards). The first line prints the
-# load average where the OS reports it: the threads that ran or waited for a core over
-# the last minute, this page's own included; well above the number of cores, other
-# work competed with these timings.
+# The recomputation runs the forward pass's kernels at the same sizes, so on a CPU
+# the intra-op thread pool speeds them as it speeds the rest of the step. The Python
+# work of each checkpoint gets no faster with more threads, so the ratio can differ
+# between one thread and many. To see whether threads decided the verdict, the two
+# steps are timed again on one thread (the number of threads is restored afterwards).
+# The first line prints the load average where the OS reports it: the average number
+# of threads that ran or waited for a core over the last minute, this page's own
+# included; well above the number of cores, other work competed with these timings.
 import os
 
 if hasattr(os, "getloadavg"):
@@ -341,7 +366,7 @@ if device.type == "cuda":
         model.zero_grad(set_to_none=True)  # the step's gradients count in its peak
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-        start = torch.cuda.memory_allocated(device)  # weights and input
+        start = torch.cuda.memory_allocated(device)  # weights, input, tensors kept above
         steps[name]()
         torch.cuda.synchronize(device)
         peak[name] = torch.cuda.max_memory_allocated(device) - start
@@ -418,5 +443,6 @@ plt.show()
 # - ``checkpoint_sequential(model, s, x, use_reentrant=False)`` keeps ``s - 1`` inputs
 #   plus the last segment; ``s = sqrt(depth · a / i)`` balances the two, ``sqrt(depth)``
 #   when a block saves about its input's size.
-# - The price is a second forward pass of each checkpointed block: measure it, and the
-#   peak memory on a GPU, on the machine that trains.
+# - The price is a second forward pass of each checkpointed block, up to the last tensor
+#   the backward pass needs: measure it, and the peak memory on a GPU, on the machine
+#   that trains.
