@@ -309,3 +309,24 @@ def test_the_checks_catch_what_they_are_for():
     ]
     assert flagged == ["assert fast > 1.5"]
     assert not timing_words(_without_facts(ast.parse(texts[2])), tainted)
+
+
+BOX = re.compile(r"^\.\. effpt-before-you-start::\n((?:   .*\n)+)", re.MULTILINE)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=page_id)
+def test_every_page_says_before_you_start_what_it_teaches_and_needs(script):
+    """Issue 25: each page states its box in its own docstring, right under the title."""
+    docstring = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
+    match = BOX.search(docstring + "\n")
+    assert match, f"{script.name}: no '.. effpt-before-you-start::' box in the docstring"
+    lines = docstring.splitlines()
+    assert lines[1].startswith("==="), f"{script.name}: the title is not on the first line"
+    assert lines[3].startswith(".. effpt-before-you-start::"), (
+        f"{script.name}: the box is not directly under the title"
+    )
+    options = set(re.findall(r"^   :([\w-]+):", match.group(1), re.MULTILINE))
+    assert options == {"learn", "read-first", "needs"}, (script.name, options)
+    learn = re.search(r":learn:(.*?)(?=^   :)", match.group(1), re.MULTILINE | re.DOTALL)
+    points = re.findall(r"^\s*- ", learn.group(1), re.MULTILINE) if learn else []
+    assert 2 <= len(points) <= 4, f"{script.name}: {len(points)} learning points, not 2 to 4"

@@ -6,8 +6,10 @@ server, an image that did not decode, a page heavier than the budget, and seriou
 critical accessibility violations found by axe-core. It also searches for "broadcast"
 (and the Chinese edition for 广播) and expects the broadcasting page among the results,
 and follows the language switch from a page to its Chinese version and back. On a
-gallery page in each language it checks the Colab link's form, the prefilled report
-link, the plain-text copy and its line in llms.txt, and follows each related page. Screenshots are saved for review.
+gallery page in each language it checks the Colab link's form, the before-you-start box
+(its heading and parts in that language, under the title; its links open), the prefilled
+report link, the plain-text copy and its line in llms.txt, and follows each related
+page. Screenshots are saved for review.
 
 Usage: python browser_check.py SITE_DIR AXE_JS SCREENSHOT_DIR
 """
@@ -139,12 +141,26 @@ const pick = sel => Array.from(document.querySelectorAll(sel)).map(a => ({
   href: a.href, text: a.textContent.trim(), visible: a.getClientRects().length > 0}));
 return {colab: pick('a.effpt-colab'), report: pick('.effpt-report a'),
         related: pick('.effpt-related a'),
-        heading: (document.querySelector('#effpt-related-heading') || {}).textContent || ''};
+        heading: (document.querySelector('#effpt-related-heading') || {}).textContent || '',
+        box: (() => {
+          const box = document.querySelector('.effpt-before-you-start');
+          if (!box) return null;
+          const h1 = document.querySelector('h1');
+          return {
+            heading: (box.querySelector('.rubric') || {}).textContent || '',
+            fields: Array.from(box.querySelectorAll('dt')).map(
+              d => d.textContent.trim().replace(/[:：]$/, '')),
+            visible: box.getClientRects().length > 0,
+            after_title: !!(h1.compareDocumentPosition(box) & Node.DOCUMENT_POSITION_FOLLOWING),
+            links: pick('.effpt-before-you-start a.reference.internal'),
+          };
+        })()};
 """
 
 
 def check_reader_links(driver, base: str, path: str, language: str) -> list[str]:
-    """A gallery page offers Colab, a prefilled report and related pages that open.
+    """A gallery page offers Colab, its before-you-start box, a prefilled report and related
+    pages that open.
 
     The Colab and GitHub addresses are checked for their form only (nothing outside the
     local server can be reached); each related page is followed and must load.
@@ -176,6 +192,20 @@ def check_reader_links(driver, base: str, path: str, language: str) -> list[str]
                 problems.append(f"report body lacks {line!r}: {body!r}")
         if path not in body or found["report"][0]["text"] != expected_words[1]:
             problems.append(f"report names another page or reads {found['report'][0]['text']!r}")
+    box_words = {
+        "en": (
+            "Before you start",
+            ["What you will learn", "Read first", "What it needs", "Run time"],
+        ),
+        "zh": ("开始之前", ["你将学到", "先读", "所需环境", "运行时间"]),
+    }[language]
+    box = found["box"]
+    if box is None:
+        problems.append("no before-you-start box")
+    elif (box["heading"].strip(), box["fields"]) != box_words or not box["visible"]:
+        problems.append(f"before-you-start box reads {box['heading']!r} {box['fields']}")
+    elif not box["after_title"]:
+        problems.append("the before-you-start box is not under the title")
     if found["heading"] != expected_words[2] or not found["related"]:
         problems.append(f"related pages: heading {found['heading']!r}, {found['related']}")
     # The plain-text copy beside the page, listed in the edition's llms.txt.
@@ -189,6 +219,10 @@ def check_reader_links(driver, base: str, path: str, language: str) -> list[str]
     copy = driver.execute_script("return document.body.innerText")
     if "print(" not in copy or len(copy) < 500:
         problems.append(f"{text_copy} is not the page's text with its code: {copy[:200]!r}")
+    for link in (box or {}).get("links", []):  # what to read first must open
+        driver.get(link["href"])
+        if not driver.execute_script("return document.querySelector('h1') !== null"):
+            problems.append(f"read-first link {link['href']} did not load a page")
     for link in found["related"]:
         driver.get(link["href"])
         title = driver.execute_script("return document.querySelector('h1').textContent")

@@ -3,7 +3,7 @@
 * :mod:`effpt_site.layout`: where families, pages, records and stamps live.
 * :mod:`effpt_site.hooks`: what sphinx-gallery calls around each example (state resets,
   the warning policy, memory on CUDA, the records file and the run stamp).
-* :mod:`effpt_site.before_you_start`: the optional "before you start" box under a title.
+* :mod:`effpt_site.before_you_start`: the "before you start" box under each page's title.
 * :mod:`effpt_site.cards`: the landing page's cards.
 * :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the

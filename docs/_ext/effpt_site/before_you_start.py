@@ -10,8 +10,8 @@ with the page (its text lands in the page's catalogue)::
 
 The box adds how long the page ran on the machine that built the site (its
 sphinx-gallery cost); the torch versions it was verified on are the badge beside it.
-For now the box is optional: requiring it would fail the build on every page that
-states none yet (see issue 25, item 2).
+Every gallery page states one, directly under its title, with all three parts
+(``tests/test_page_sources.py`` checks each page's source).
 
 sphinx-gallery copies the docstring into the page's notebook as Markdown, and leaves
 directives it does not know as raw reST; :func:`notebook_markdown` rewrites the box
