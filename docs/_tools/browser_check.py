@@ -281,7 +281,9 @@ def main() -> int:
                 links = check_reader_links(driver, base, path, language)
                 if links:
                     failures[f"reader links on {path}"] = links
-                print(f"{'FAIL' if links else 'ok  '} Colab, report and related pages on {path}")
+                print(
+                    f"{'FAIL' if links else 'ok  '} Colab, before-you-start box, report and related pages on {path}"
+                )
         for path in ("index.html", first_example):
             if path:
                 switch = check_language_switch(driver, base, path)

@@ -417,14 +417,15 @@ def rate_gain(timings: list, i: int, j: int) -> tuple[float, float, float]:
 
 for n, timings in sweep.items():
     torch.set_num_threads(n)  # the verdict names the thread count it was measured at
+    on = f"{n} thread{'s' * (n > 1)}"  # in the statement too: one statement per count
     expect(
-        f"batch {largest} gives over 4× the samples per second of batch 1",
+        f"batch {largest} gives over 4× the samples per second of batch 1, {on}",
         rate_gain(timings, 0, -1),
         above=4.0,
     )
     expect(
         f"samples per second have saturated: doubling the batch from {largest // 2} to "
-        f"{largest} adds under 20 %",
+        f"{largest} adds under 20 %, {on}",
         rate_gain(timings, -2, -1),
         below=1.2,
     )
