@@ -355,6 +355,19 @@ Prose.
 """
 
 
+def box_project(tmp_path):
+    """A one-page Sphinx project whose page states a box; returns its source folder."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
+        "extensions = ['effpt_site.before_you_start']\n",
+        encoding="utf-8",
+    )
+    (src / "index.rst").write_text(BOX_PAGE, encoding="utf-8")
+    return src
+
+
 @pytest.mark.parametrize(
     ("language", "heading", "learn"),
     [("en", "Before you start", "What you will learn"), ("zh_CN", "开始之前", "你将学到")],
@@ -364,14 +377,7 @@ def test_before_you_start_box_renders_its_parts_in_the_builds_language(
 ):
     from sphinx.application import Sphinx
 
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
-        "extensions = ['effpt_site.before_you_start']\n",
-        encoding="utf-8",
-    )
-    (src / "index.rst").write_text(BOX_PAGE, encoding="utf-8")
+    src = box_project(tmp_path)
     (src / "index.cost.json").write_text('{"time": 12.3, "memory": 0}', encoding="utf-8")
     out = tmp_path / "out"
     overrides = {"language": language}
@@ -392,14 +398,7 @@ def test_before_you_start_box_text_reaches_the_translators_catalogue(tmp_path):
     """The box's own words are the page's prose: gettext must extract them, like any paragraph."""
     from sphinx.application import Sphinx
 
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text(
-        f"import sys\nsys.path.insert(0, {str(DOCS / '_ext')!r})\n"
-        "extensions = ['effpt_site.before_you_start']\n",
-        encoding="utf-8",
-    )
-    (src / "index.rst").write_text(BOX_PAGE, encoding="utf-8")
+    src = box_project(tmp_path)
     out = tmp_path / "pot"
     Sphinx(src, src, out, tmp_path / "d", "gettext", status=None).build()
     catalogue = (out / "index.pot").read_text(encoding="utf-8")
