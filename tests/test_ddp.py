@@ -92,6 +92,11 @@ def port_message_rank(log: str) -> None:
     with open(log, "a", encoding="utf-8") as file:
         file.write(os.environ["RANK"] + "\n")
     if os.environ["RANK"] == "0":
+        # Wait until rank 1 has logged too: the launcher stops the other ranks as soon as
+        # one fails, so on a busy machine rank 1 could be stopped before its first line.
+        deadline = time.monotonic() + 30
+        while len(Path(log).read_text().split()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         msg = "my own server: address already in use"  # fn's error, not the rendezvous
         raise RuntimeError(msg)
     time.sleep(60)
