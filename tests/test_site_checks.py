@@ -125,6 +125,46 @@ def test_figure_that_did_not_render_fails(tmp_path):
         page_checks.check_image(broken, "auto/fam/plot_x")
 
 
+def _run_app(app, plot_gallery="True", pattern="/plot_", not_executed=None):
+    app.config.plot_gallery = plot_gallery
+    app.config.effpt_not_executed = not_executed or {}
+    app.config.sphinx_gallery_conf["filename_pattern"] = pattern
+    return app
+
+
+STAMP = {"executed_at": "2026-11-25 04:00 UTC", "machine": "cpu"}
+
+
+def test_an_executed_page_keeps_its_stamp(app):
+    reason = page_checks.not_executed_reason(_run_app(app), "auto/fam/plot_a", "plot_a", 1.5, STAMP)
+    assert reason is None
+
+
+def test_zero_time_without_a_reason_fails(app):
+    with pytest.raises(ExtensionError, match=r"auto/fam/plot_a: the example reports zero"):
+        page_checks.not_executed_reason(_run_app(app), "auto/fam/plot_a", "plot_a", 0.0, None)
+    listed = _run_app(app, not_executed={"plot_a": "needs a GPU"})
+    assert page_checks.not_executed_reason(listed, "auto/fam/plot_a", "plot_a", 0.0, None) == (
+        "needs a GPU"
+    )
+
+
+def test_an_executed_page_without_the_sites_hook_fails(app):
+    with pytest.raises(ExtensionError, match=r"without the site's gallery hook \(no plot_a\.stamp"):
+        page_checks.not_executed_reason(_run_app(app), "auto/fam/plot_a", "plot_a", 1.5, None)
+
+
+def test_pages_a_restricted_or_no_exec_build_did_not_run_say_why(app):
+    restricted = _run_app(app, pattern="/plot_.*other")
+    reason = page_checks.not_executed_reason(restricted, "auto/fam/plot_a", "plot_a", 0.0, None)
+    assert reason == "this build executed only examples matching '/plot_.*other'"
+    no_exec = _run_app(app, plot_gallery="0")
+    reason = page_checks.not_executed_reason(no_exec, "auto/fam/plot_a", "plot_a", 0.0, None)
+    assert reason == "this build executed no examples (--no-exec)"
+    # A --no-exec build shows the page's last execution: its stamp stands.
+    assert page_checks.not_executed_reason(no_exec, "auto/fam/plot_a", "plot_a", 2.0, STAMP) is None
+
+
 def _claim(task, fast="fast", device="cpu"):
     return measurements.Claim("claim", "a source", device, "plot_a", task, "slow", fast, 2.0)
 
