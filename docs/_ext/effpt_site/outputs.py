@@ -9,16 +9,16 @@ Executing a page leaves, inside the generated gallery (``docs/auto_examples``):
 * ``<family>/<stem>.cost.json``: sphinx-gallery's record of how long it ran.
 
 Every module that needs one of them asks this one, so the file names and formats are
-stated once. It imports nothing from Sphinx: ``docs/_tools/archive.py`` loads it alone.
+stated once. It imports nothing from Sphinx: ``docs/_tools/archive.py`` loads it alone
+(so it defines no dataclass, which needs its module registered).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Suffix of the file, beside an example's records, saying when and where it last ran.
 STAMP_SUFFIX = ".stamp.json"
@@ -113,12 +113,14 @@ def stamps(conf: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {p.name.removesuffix(STAMP_SUFFIX): json.loads(p.read_text("utf-8")) for p in found}
 
 
-@dataclass(frozen=True)
-class Cost:
-    """sphinx-gallery's record of a page's last run: seconds, and its memory figure."""
+class Cost(NamedTuple):
+    """sphinx-gallery's record of a page's last run: how many seconds it took.
+
+    (Its memory figure is 0 since conf.py turned ``show_memory`` off: the peak GPU
+    memory is in the page's stamp.)
+    """
 
     seconds: float
-    memory: float
     path: Path
 
 
@@ -144,4 +146,4 @@ def read_cost(srcdir: str | Path, docname: str) -> Cost | None:
     if not path.is_file():
         return None
     data = json.loads(path.read_text(encoding="utf-8"))
-    return Cost(float(data["time"]), float(data.get("memory", 0.0)), path)
+    return Cost(float(data["time"]), path)
