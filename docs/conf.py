@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 import effpt
-from effpt_site.hooks import call_memory, memory_is_measured
+from effpt_site.hooks import memory_is_measured
 
 project = "Effective PyTorch"
 author = "The effpt developers"
@@ -150,8 +150,11 @@ sphinx_gallery_conf = {
     # torch too: docs/torch_index.md lists the torch names pages use (effpt_site.related).
     "doc_module": ("effpt", "torch"),
     "backreferences_dir": "gen_modules/backreferences",
-    # A page's own peak memory is measurable on CUDA only (see effpt_site.hooks).
-    "show_memory": call_memory if memory_is_measured() else False,
+    # The page's run stamp (effpt_site.decorations) says how long it ran and, on CUDA,
+    # its peak GPU memory (measured by effpt_site.hooks); sphinx-gallery's own lines
+    # would repeat it in English, as text for translators.
+    "show_memory": False,
+    "min_reported_time": float("inf"),
     "reset_modules": ("matplotlib", "effpt_site.hooks.reset_state"),
     "reset_modules_order": "both",
     # The notebook's first cell runs the install line every page states.
@@ -159,15 +162,14 @@ sphinx_gallery_conf = {
     "abort_on_example_error": False,
     "only_warn_on_example_error": False,
     "matplotlib_animations": False,
-    "min_reported_time": 0,
     "capture_repr": ("__repr__",),
     # sphinx-gallery's own timing pages load scripts from CDNs; execution_times.md
     # shows the same figures without them.
     "write_computation_times": False,
 }
 
-# sphinx_gallery_conf holds a function (show_memory), which Sphinx cannot pickle into
-# its environment cache; that is expected and harmless.
+# sphinx_gallery_conf holds functions once sphinx-gallery has filled it in, which Sphinx
+# cannot pickle into its environment cache; that is expected and harmless.
 suppress_warnings = ["config.cache"]
 
 nitpicky = True

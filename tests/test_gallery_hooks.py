@@ -11,6 +11,7 @@ import torch
 
 from effpt import bench
 from effpt_site import hooks as gallery
+from effpt_site import outputs
 from effpt_site.layout import ReadingOrder
 
 
@@ -81,11 +82,19 @@ def test_records_file_is_named_then_cleared(conf):
         assert '"variant": "a"' in f.read()
 
 
-def test_call_memory_returns_the_result_and_no_cpu_figure():
-    mib, value = gallery.call_memory(lambda: 42)
-    assert value == 42
-    if not torch.cuda.is_available():
-        assert mib == 0.0  # the build prints no memory figure on a CPU (conf.py)
+def test_the_stamp_says_when_and_where_and_the_gpu_peak_only_on_cuda(conf):
+    gallery.reset_state(conf, "plot_x.py")
+    if torch.cuda.is_available():
+        kept = torch.ones(2**20, device="cuda")  # 4 MiB during the page
+    gallery.reset_state(conf, "plot_x.py", when="after")
+    stamp = outputs.read_stamp(conf, "plot_x")
+    assert stamp["executed_at"].endswith(" UTC")
+    assert stamp["machine"]
+    if torch.cuda.is_available():
+        assert stamp["gpu_peak_mib"] >= 4
+        del kept
+    else:
+        assert "gpu_peak_mib" not in stamp  # no memory figure on a CPU (see memory_is_measured)
         assert not gallery.memory_is_measured()
 
 

@@ -125,6 +125,46 @@ def test_figure_that_did_not_render_fails(tmp_path):
         page_checks.check_image(broken, "auto/fam/plot_x")
 
 
+def _run_app(app, plot_gallery="True", pattern="/plot_", not_executed=None):
+    app.config.plot_gallery = plot_gallery
+    app.config.effpt_not_executed = not_executed or {}
+    app.config.sphinx_gallery_conf["filename_pattern"] = pattern
+    return app
+
+
+STAMP = {"executed_at": "2026-11-25 04:00 UTC", "machine": "cpu"}
+
+
+def test_an_executed_page_keeps_its_stamp(app):
+    reason = page_checks.not_executed_reason(_run_app(app), "auto/fam/plot_a", "plot_a", 1.5, STAMP)
+    assert reason is None
+
+
+def test_zero_time_without_a_reason_fails(app):
+    with pytest.raises(ExtensionError, match=r"auto/fam/plot_a: the example reports zero"):
+        page_checks.not_executed_reason(_run_app(app), "auto/fam/plot_a", "plot_a", 0.0, None)
+    listed = _run_app(app, not_executed={"plot_a": "needs a GPU"})
+    assert page_checks.not_executed_reason(listed, "auto/fam/plot_a", "plot_a", 0.0, None) == (
+        "needs a GPU"
+    )
+
+
+def test_an_executed_page_without_the_sites_hook_fails(app):
+    with pytest.raises(ExtensionError, match=r"without the site's gallery hook \(no plot_a\.stamp"):
+        page_checks.not_executed_reason(_run_app(app), "auto/fam/plot_a", "plot_a", 1.5, None)
+
+
+def test_pages_a_restricted_or_no_exec_build_did_not_run_say_why(app):
+    restricted = _run_app(app, pattern="/plot_.*other")
+    reason = page_checks.not_executed_reason(restricted, "auto/fam/plot_a", "plot_a", 0.0, None)
+    assert reason == "this build executed only examples matching '/plot_.*other'"
+    no_exec = _run_app(app, plot_gallery="0")
+    reason = page_checks.not_executed_reason(no_exec, "auto/fam/plot_a", "plot_a", 0.0, None)
+    assert reason == "this build executed no examples (--no-exec)"
+    # A --no-exec build shows the page's last execution: its stamp stands.
+    assert page_checks.not_executed_reason(no_exec, "auto/fam/plot_a", "plot_a", 2.0, STAMP) is None
+
+
 def _claim(task, fast="fast", device="cpu"):
     return measurements.Claim("claim", "a source", device, "plot_a", task, "slow", fast, 2.0)
 
@@ -278,3 +318,22 @@ def test_a_claim_timed_on_its_source_device_too_is_judged_there(monkeypatch):
     text = "\n".join(measurements.claim_lines(cpu_rows + gpu_rows))
     assert "10.0× (9.8–10.2) on x86_64 CPU" in text
     assert "not comparable" not in text
+
+
+def test_outputs_loads_alone_as_the_archive_does_and_reads_every_stamp(tmp_path):
+    """docs/_tools/archive.py loads outputs.py without the package (which imports Sphinx)."""
+    import importlib.util
+
+    path = Path(page_checks.__file__).with_name("outputs.py")
+    spec = importlib.util.spec_from_file_location("effpt_site_outputs_alone", path)
+    alone = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(alone)
+    conf = {"src_dir": tmp_path, "gallery_dirs": "auto"}
+    alone.write_stamp(conf, "plot_b", {"executed_at": "2026-11-25 05:00 UTC", "machine": "cpu"})
+    alone.write_stamp(conf, "plot_a", {"executed_at": "2026-11-25 04:00 UTC", "machine": "gpu"})
+    stamps = alone.stamps(conf)
+    assert list(stamps) == ["plot_a", "plot_b"]
+    assert stamps["plot_a"]["machine"] == "gpu"
+    (tmp_path / "auto" / "fam").mkdir()
+    (tmp_path / "auto" / "fam" / "plot_a.cost.json").write_text('{"time": 3.5, "memory": 0}')
+    assert alone.read_cost(tmp_path, "auto/fam/plot_a").seconds == 3.5

@@ -74,10 +74,10 @@ def _build_info(site: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _layout(root: Path):
-    """docs/_ext/effpt_site/layout.py, alone: the package itself imports Sphinx."""
-    path = root / "docs" / "_ext" / "effpt_site" / "layout.py"
-    spec = importlib.util.spec_from_file_location("effpt_site_layout", path)
+def _layout(root: Path, name: str = "layout"):
+    """docs/_ext/effpt_site/NAME.py (layout, outputs), alone: the package imports Sphinx."""
+    path = root / "docs" / "_ext" / "effpt_site" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"effpt_site_{name}", path)
     layout = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(layout)
     return layout
@@ -110,9 +110,8 @@ def pack(root: Path, out: Path, version: str) -> None:
                 pages.append((path, f"{top}/pages/{family}/{path.name}"))
             lessons.append(f"       {name:38} {_title(folder / name)}")
     stamps = []
-    for stamp in sorted((generated / "_records").glob("*.stamp.json")):
-        data = json.loads(stamp.read_text(encoding="utf-8"))
-        page = stamp.name.removesuffix(".stamp.json")
+    conf = {"src_dir": generated.parent, "gallery_dirs": generated.name}
+    for page, data in _layout(root, "outputs").stamps(conf).items():
         stamps.append(f"  {page:36} ran {data['executed_at']} on {data['machine']}")
     built_on = info["built"].removeprefix("Built on ").rstrip(".")
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

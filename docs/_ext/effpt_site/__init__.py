@@ -1,6 +1,8 @@
 """The site's own Sphinx extension: everything around the gallery, one module per concern.
 
-* :mod:`effpt_site.layout`: where families, pages, records and stamps live.
+* :mod:`effpt_site.layout`: where families and pages live.
+* :mod:`effpt_site.outputs`: the one reader of what executing a page left (records,
+  expectations, its stamp, sphinx-gallery's cost file).
 * :mod:`effpt_site.hooks`: what sphinx-gallery calls around each example (state resets,
   the warning policy, memory on CUDA, the records file and the run stamp).
 * :mod:`effpt_site.before_you_start`: the "before you start" box under each page's title.
@@ -8,7 +10,8 @@
 * :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
   build log's list of those that did not hold.
-* :mod:`effpt_site.page_checks`: checks that fail the build, and the freshness line.
+* :mod:`effpt_site.page_checks`: checks that fail the build.
+* :mod:`effpt_site.decorations`: each gallery page's torch badge and run stamp.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
 * :mod:`effpt_site.i18n`: this extension's own strings in each language, and the
@@ -43,6 +46,7 @@ MODULES = (
     "catalogues",
     "compat",
     "coverage",
+    "decorations",
     "exec_times",
     "expectations",
     "i18n",

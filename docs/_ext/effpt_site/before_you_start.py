@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
@@ -31,6 +30,7 @@ from docutils.statemachine import StringList
 
 from effpt_site.i18n import freeze, translate
 from effpt_site.layout import generated_dir
+from effpt_site.outputs import read_cost
 
 #: The box's parts, in the order shown, with their headings.
 PARTS = {
@@ -67,9 +67,9 @@ class BeforeYouStart(Directive):
             self.state.nested_parse(lines, line or 0, body)
             field += body
             fields += field
-        cost = Path(env.srcdir, env.docname).with_suffix(".cost.json")
-        if cost.is_file():
-            seconds = json.loads(cost.read_text(encoding="utf-8"))["time"]
+        cost = read_cost(env.srcdir, env.docname)
+        if cost is not None:
+            seconds = cost.seconds
             field = nodes.field()
             field += freeze(nodes.field_name(text=translate(language, "Run time")))
             text = translate(

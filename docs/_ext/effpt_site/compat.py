@@ -117,29 +117,26 @@ def badge_text(runs: list[dict], stem: str, language: str = "en") -> str:
     return text
 
 
-class BadgeDirective(Directive):
-    """A gallery page's torch badge, linking to the compatibility page."""
+def badge(app, stem: str) -> nodes.paragraph:
+    """A gallery page's torch badge, linking to the compatibility page.
 
-    required_arguments = 1
-    has_content = False
-
-    def run(self):
-        env = self.state.document.settings.env
-        language = language_of(env.app)
-        stem = self.arguments[0]
-        for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
-            env.note_dependency(str(path))
-        paragraph = nodes.paragraph(classes=["effpt-badge"])
-        paragraph += nodes.Text(
-            badge_text(load_matrix(env.srcdir), stem, language) + translate(language, " (")
-        )
-        ref = pending_xref(
-            "", refdomain="std", reftype="doc", reftarget="/compatibility", refexplicit=True
-        )
-        ref += nodes.inline(text=translate(language, "compatibility"))
-        paragraph += ref
-        paragraph += nodes.Text(translate(language, ")"))
-        return [freeze(paragraph)]
+    :mod:`effpt_site.decorations` puts it under the page's title.
+    """
+    env = app.env
+    language = language_of(app)
+    for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
+        env.note_dependency(str(path))
+    paragraph = nodes.paragraph(classes=["effpt-badge"])
+    paragraph += nodes.Text(
+        badge_text(load_matrix(env.srcdir), stem, language) + translate(language, " (")
+    )
+    ref = pending_xref(
+        "", refdomain="std", reftype="doc", reftarget="/compatibility", refexplicit=True
+    )
+    ref += nodes.inline(text=translate(language, "compatibility"))
+    paragraph += ref
+    paragraph += nodes.Text(translate(language, ")"))
+    return freeze(paragraph)
 
 
 def _details(summary: str, body: str) -> list[str]:
@@ -268,4 +265,3 @@ class CompatibilityDirective(Directive):
 
 def setup(app) -> None:
     app.add_directive("effpt-compatibility", CompatibilityDirective)
-    app.add_directive("effpt-badge", BadgeDirective)

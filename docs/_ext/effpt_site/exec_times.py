@@ -5,7 +5,6 @@ Replaces sphinx-gallery's own page, which loads jQuery and DataTables from CDNs.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from docutils import nodes
@@ -15,6 +14,7 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages, generated_dir
+from effpt_site.outputs import conf_of, read_cost, read_stamp, stamp_file
 
 
 class ExecutionTimesDirective(Directive):
@@ -32,15 +32,18 @@ class ExecutionTimesDirective(Directive):
         generated = generated_dir(app)
         memory = bool(app.config.effpt_memory_measured)
         rows, totals = [], {}
+        env = self.state.document.settings.env
         for stem, docname in example_pages(app).items():
-            cost = Path(app.srcdir, docname).with_suffix(".cost.json")
-            if not cost.is_file():
+            cost = read_cost(app.srcdir, docname)
+            if cost is None:
                 continue
-            self.state.document.settings.env.note_dependency(str(cost))
-            data = json.loads(cost.read_text(encoding="utf-8"))
+            env.note_dependency(str(cost.path))
+            env.note_dependency(str(stamp_file(conf_of(app), stem)))
+            # The peak GPU memory the site's hook measured (effpt_site.hooks), on CUDA only.
+            mib = (read_stamp(conf_of(app), stem) or {}).get("gpu_peak_mib", 0.0)
             family = Path(docname).parent.name
-            rows.append((data["time"], data.get("memory", 0.0), family, stem, docname))
-            totals[family] = totals.get(family, 0.0) + data["time"]
+            rows.append((cost.seconds, mib, family, stem, docname))
+            totals[family] = totals.get(family, 0.0) + cost.seconds
         if not rows:
             return [
                 freeze(nodes.paragraph(text=t("No example has been executed in this build tree.")))

@@ -20,7 +20,8 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.expect import Expectation, read_expectations
 from effpt_site.i18n import freeze, language_of, translate
-from effpt_site.layout import example_pages, expectations_dir
+from effpt_site.layout import example_pages
+from effpt_site.outputs import conf_of, expectation_files, expectations_file
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +37,8 @@ class PageExpectation:
 
 def load_expectations(app) -> list[PageExpectation]:
     """Every page's expectations, in reading order; a malformed file fails the build."""
-    folder = expectations_dir(app.config.sphinx_gallery_conf | {"src_dir": app.srcdir})
     pages = example_pages(app)
-    known = {path.stem: path for path in folder.glob("*.jsonl")} if folder.is_dir() else {}
+    known = expectation_files(app)
     for stem in known.keys() - pages.keys():
         msg = f"expectations {known[stem]} come from an unknown page {stem!r}"
         raise ExtensionError(msg)
@@ -64,10 +64,7 @@ class ExpectationsDirective(Directive):
         language = language_of(env.app)
         rows = load_expectations(env.app)
         for row in {r.page for r in rows}:
-            folder = expectations_dir(
-                env.app.config.sphinx_gallery_conf | {"src_dir": env.app.srcdir}
-            )
-            env.note_dependency(str(folder / f"{row}.jsonl"))
+            env.note_dependency(str(expectations_file(conf_of(env.app), row)))
         if not rows:
             text = translate(language, "No page of this build stated an expectation.")
             lines = [f"*{text}*"]

@@ -1,4 +1,4 @@
-"""The hooks sphinx-gallery calls around every example: state resets, warnings, memory.
+"""The hooks sphinx-gallery calls around every example: state resets, warnings, the stamp.
 
 An example can change global state that the next one would silently inherit: a seed,
 the default dtype, grad mode, thread count, compiled-graph caches, warning filters.
@@ -9,12 +9,10 @@ one place, so a reader can see what a page may rely on.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
 import warnings
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +23,12 @@ import torch
 from effpt.device import describe
 from effpt.expect import EXPECTATIONS_ENV
 from effpt.records import RECORDS_ENV
-from effpt_site.layout import STAMP_SUFFIX, expectations_dir, records_dir
+from effpt_site.outputs import (
+    expectations_file,
+    read_stamp,
+    records_file,
+    write_stamp,
+)
 
 #: The seed every example starts from (the page still sets its own, visibly).
 SEED = 0
@@ -45,6 +48,7 @@ RESET_STATE = (
 
 _BUILD_THREADS = torch.get_num_threads()
 _saved_filters: list[tuple[Any, ...]] = []
+_gpu_start: list[int] = []  # torch's allocated CUDA memory when the page started
 
 #: Deprecation warnings attributed to these modules fail an example. They are the
 #: libraries the pages teach and the page itself (torch attributes most of its warnings
@@ -101,9 +105,9 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
 
     Before an example it also names the files that :func:`effpt.bench.compare` and
     :func:`effpt.expect.expect` append to (emptied, since the example is about to
-    measure afresh) and writes a
-    stamp of when and on which machine the example ran; after it, the build's own
-    warning filters come back.
+    measure afresh) and writes a stamp of when and on which machine the example ran;
+    after it, the build's own warning filters come back and, on CUDA, the stamp gets
+    the device the page used and its peak GPU memory.
 
     Examples
     --------
@@ -140,42 +144,46 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         torch._dynamo.reset()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()  # read after the page: did it use the GPU?
+        torch.cuda.reset_peak_memory_stats()  # read after the page (see _stamp_device_used)
+        _gpu_start[:] = [torch.cuda.memory_allocated()]
 
     _saved_filters[:] = [tuple(f) for f in warnings.filters]
     apply_warning_policy()
 
     if fname is not None:
-        folder = records_dir(gallery_conf)
-        folder.mkdir(parents=True, exist_ok=True)
         stem = Path(fname).stem
-        path = folder / f"{stem}.jsonl"
-        path.write_text("", encoding="utf-8")
-        os.environ[RECORDS_ENV] = str(path)
-        expected = expectations_dir(gallery_conf)
-        expected.mkdir(parents=True, exist_ok=True)
-        (expected / f"{stem}.jsonl").write_text("", encoding="utf-8")
-        os.environ[EXPECTATIONS_ENV] = str(expected / f"{stem}.jsonl")
+        for path, env in (
+            (records_file(gallery_conf, stem), RECORDS_ENV),
+            (expectations_file(gallery_conf, stem), EXPECTATIONS_ENV),
+        ):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("", encoding="utf-8")
+            os.environ[env] = str(path)
         stamp = {
             "executed_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": describe(),
         }
-        (folder / f"{stem}{STAMP_SUFFIX}").write_text(json.dumps(stamp), encoding="utf-8")
+        write_stamp(gallery_conf, stem, stamp)
 
 
 def _stamp_device_used(gallery_conf: dict[str, Any], stem: str) -> None:
-    """Name the device the page used in its stamp: a GPU build's CPU-only page says CPU.
+    """Name the device the page used in its stamp, and on CUDA its peak GPU memory.
 
     A page that allocated no CUDA memory ran on the CPU (the DDP ranks, the data
-    loaders and the TorchScript page pin themselves there), whatever the build has.
+    loaders and the TorchScript page pin themselves there), whatever the build has: a
+    GPU build's CPU-only page says CPU. ``gpu_peak_mib`` is the most memory torch's
+    allocator held for tensors during the page beyond what it held when the page
+    started (:func:`torch.cuda.max_memory_allocated`, its peak statistics reset before
+    the page).
     """
-    path = records_dir(gallery_conf) / f"{stem}{STAMP_SUFFIX}"
-    if not path.is_file() or not torch.cuda.is_available():
+    stamp = read_stamp(gallery_conf, stem)
+    if stamp is None or not torch.cuda.is_available():
         return
-    stamp = json.loads(path.read_text(encoding="utf-8"))
-    used_cuda = torch.cuda.max_memory_allocated() > 0
+    peak = torch.cuda.max_memory_allocated()
+    used_cuda = peak > 0
     stamp["machine"] = describe("cuda" if used_cuda else "cpu")
-    path.write_text(json.dumps(stamp), encoding="utf-8")
+    stamp["gpu_peak_mib"] = max(0, peak - (_gpu_start[0] if _gpu_start else 0)) / 2**20
+    write_stamp(gallery_conf, stem, stamp)
 
 
 def memory_is_measured() -> bool:
@@ -186,22 +194,3 @@ def memory_is_measured() -> bool:
     The build then prints no memory figure rather than a wrong one.
     """
     return torch.cuda.is_available()
-
-
-def call_memory(func: Callable[[], Any]) -> tuple[float, Any]:
-    """sphinx-gallery ``show_memory`` hook on CUDA: run ``func``, return (peak MiB, result).
-
-    The peak is :func:`torch.cuda.max_memory_allocated` after resetting the peak
-    statistics, i.e. the most memory torch's allocator held for tensors during the call.
-
-    Examples
-    --------
-    >>> mib, value = call_memory(lambda: 42)
-    >>> value, mib >= 0
-    (42, True)
-    """
-    if not torch.cuda.is_available():
-        return 0.0, func()
-    torch.cuda.reset_peak_memory_stats()
-    result = func()
-    return torch.cuda.max_memory_allocated() / 2**20, result

@@ -1,17 +1,14 @@
-"""Where the gallery lives: families, their reading order, generated pages and records.
+"""Where the gallery lives: families, their reading order and generated pages.
 
 Every other module of the extension asks this one where things are, so the layout of
-``examples/`` and ``auto_examples/`` is described once.
+``examples/`` and ``auto_examples/`` is described once. What executing a page leaves
+there (records, expectations, stamps, costs) is read through :mod:`effpt_site.outputs`.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
-
-#: Suffix of the file, beside an example's records, saying when and where it last ran.
-STAMP_SUFFIX = ".stamp.json"
 
 _ORDER_MARK = re.compile(r"^\.\. reading order:[ \t]*$", re.MULTILINE)
 
@@ -76,18 +73,6 @@ class ReadingOrder:
 
     def __repr__(self) -> str:
         return f"ReadingOrder({str(self.src_dir)!r})"
-
-
-def records_dir(gallery_conf: dict[str, Any]) -> Path:
-    """The folder, inside the generated gallery, where measurement records persist."""
-    gallery_dirs = gallery_conf["gallery_dirs"]
-    first = gallery_dirs if isinstance(gallery_dirs, str) else gallery_dirs[0]
-    return Path(gallery_conf["src_dir"]) / first / "_records"
-
-
-def expectations_dir(gallery_conf: dict[str, Any]) -> Path:
-    """The folder, beside the records, where each page's expectations persist."""
-    return records_dir(gallery_conf).with_name("_expectations")
 
 
 def examples_dir(app) -> Path:

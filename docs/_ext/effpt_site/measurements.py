@@ -20,7 +20,8 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.records import Ratio, Record, format_seconds, read_records, speedup
 from effpt_site.i18n import freeze, language_of, translate
-from effpt_site.layout import example_pages, generated_dir
+from effpt_site.layout import example_pages
+from effpt_site.outputs import conf_of, record_files, records_file
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,9 @@ class _Row(Record):
 
 def load_records(app) -> list[_Row]:
     """Every record under auto_examples/_records, read by effpt.records; a bad one fails the build."""
-    folder = generated_dir(app) / "_records"
     pages = example_pages(app)
     rows = []
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+    for path in record_files(app).values():
         if path.stem not in pages:
             msg = f"measurement record {path} comes from an unknown page {path.stem!r}"
             raise ExtensionError(msg)
@@ -262,7 +262,7 @@ class MeasurementsDirective(Directive):
 
         rows = load_records(env.app)
         for row in rows:
-            env.note_dependency(str(generated_dir(env.app) / "_records" / f"{row.page}.jsonl"))
+            env.note_dependency(str(records_file(conf_of(env.app), row.page)))
         lines = [
             f".. list-table:: {t('Every timing in the gallery')}",
             "   :header-rows: 1",

@@ -1,27 +1,26 @@
-"""Checks that fail the build, naming the page, and the freshness line on every page.
+"""Checks that fail the build, naming the page.
 
 A gallery page fails the build when: it does not end with a summary cell; its
 docstring does not state the install line of this version of effpt; a figure did not
 render; the example raised (the traceback's last line is quoted); it reports zero
-execution time without being listed in ``effpt_not_executed``; it uses math markup
-(MathJax would be fetched from a CDN and outweighs a page). Executed pages get one
-line saying when, on which machine and in how long they ran.
+execution time without being listed in ``effpt_not_executed``, or ran without the
+site's gallery hook (:func:`not_executed_reason`, asked by :mod:`effpt_site.decorations`
+for the page's stamp); it uses math markup (MathJax would be fetched from a CDN and
+outweighs a page).
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import re
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive, directives
 from sphinx.errors import ExtensionError
 
 import effpt
-from effpt_site.i18n import freeze, language_of, translate
-from effpt_site.layout import STAMP_SUFFIX, example_pages, examples_dir, generated_dir
+from effpt_site.layout import example_pages, examples_dir
+from effpt_site.outputs import STAMP_SUFFIX
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
 
@@ -80,57 +79,23 @@ def check_not_failed(app, script: Path, docname: str) -> None:
             raise ExtensionError(msg)
 
 
-_IMAGE = re.compile(r"^\.\. image-sg:: (\S+)", re.MULTILINE)
-_TIME = re.compile(r"\*\*Total running time of the script:\*\* \(.*\)")
-_MEMORY = re.compile(r"\*\*Estimated memory usage:\*\* +(\S+) MB\n*")
+def _executing(app) -> bool:
+    """Whether this build executes examples (``plot_gallery``; ``--no-exec`` sets it to 0)."""
+    return str(app.config.plot_gallery).strip().lower() not in {"0", "false", "no", "off"}
 
 
-_TITLE = re.compile(r"^\.\. _sphx_glr_.*:\n\n+[^\n]+\n=+\n", re.MULTILINE)
+def not_executed_reason(app, docname: str, stem: str, seconds: float, stamp) -> str | None:
+    """Why page ``stem`` was not executed in this build, or None when its stamp stands.
 
-
-def add_badge(text: str, stem: str) -> str:
-    r"""Put the page's torch-matrix line right under its title.
-
-    Examples
-    --------
-    >>> page = ".. _sphx_glr_x.py:\n\n\nTitle\n=====\n\nIntro.\n"
-    >>> print(add_badge(page, "plot_x"))  # doctest: +NORMALIZE_WHITESPACE
-    .. _sphx_glr_x.py:
-    <BLANKLINE>
-    <BLANKLINE>
-    Title
-    =====
-    <BLANKLINE>
-    .. effpt-badge:: plot_x
-    <BLANKLINE>
-    Intro.
+    ``seconds`` is its last run time (0 when it never ran) and ``stamp`` its stamp (see
+    :mod:`effpt_site.outputs`). Fails the build on a page that reports zero execution
+    time without being listed in ``effpt_not_executed``, and on an executed page
+    without a stamp (it ran without the site's gallery hook).
     """
-    match = _TITLE.search(text)
-    if match is None:
-        return text
-    block = f"\n.. effpt-badge:: {stem}\n"
-    return text[: match.end()] + block + text[match.end() :]
-
-
-def freshness(app, docname: str, source: list[str]) -> None:
-    """source-read hook: check a gallery page and add when and where it was executed."""
-    pages = {doc: stem for stem, doc in example_pages(app).items()}
-    if docname not in pages:
-        return
-    stem = pages[docname]
-    script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
-    check_example_source(script)
-    text = add_badge(source[0], stem)
-    source[0] = text
-    for image in _IMAGE.findall(text):
-        check_image(Path(app.srcdir) / image.lstrip("/"), docname)
-    executing = str(app.config.plot_gallery).strip().lower() not in {"0", "false", "no", "off"}
-    cost = Path(app.srcdir, docname).with_suffix(".cost.json")
-    seconds = json.loads(cost.read_text())["time"] if cost.is_file() else 0.0
-    stamp_file = generated_dir(app) / "_records" / f"{stem}{STAMP_SUFFIX}"
+    executing = _executing(app)
     not_executed = dict(app.config.effpt_not_executed)
     if executing:
-        check_not_failed(app, script, docname)
+        script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
         pattern = app.config.sphinx_gallery_conf.get("filename_pattern", "")
         if seconds <= 0 and pattern and not re.search(pattern, str(script)):
             # A build restricted to some examples (nox -s docs -- --example NAME) that
@@ -142,73 +107,31 @@ def freshness(app, docname: str, source: list[str]) -> None:
                 "run it, or list it in effpt_not_executed in conf.py with the reason"
             )
             raise ExtensionError(msg)
-    options = {}
     if stem in not_executed:
-        options["reason"] = not_executed[stem]
-    elif stamp_file.is_file() and seconds > 0:
+        return not_executed[stem]
+    if stamp is not None and seconds > 0:
         # In a --no-exec build the page shows its last execution's output: this stamp.
-        stamp = json.loads(stamp_file.read_text(encoding="utf-8"))
-        options.update(
-            when=stamp["executed_at"], machine=stamp["machine"], seconds=f"{seconds:.1f}"
-        )
-    elif executing:
-        msg = f"{docname}: executed without the site's gallery hook (no {stamp_file.name})"
+        return None
+    if executing:
+        msg = f"{docname}: executed without the site's gallery hook (no {stem}{STAMP_SUFFIX})"
         raise ExtensionError(msg)
-    else:
-        options["reason"] = "this build executed no examples (--no-exec)"
-    memory = _MEMORY.search(text)
-    if memory:
-        options["memory"] = memory.group(1)
-    # sphinx-gallery's own lines change with every run; the stamp directive says the same
-    # in the reader's language without making them messages to translate.
-    text = _MEMORY.sub("", text)
-    block = "\n\n.. effpt-stamp::\n" + "".join(f"   :{k}: {v}\n" for k, v in options.items())
-    match = _TIME.search(text)
-    source[0] = text[: match.start()] + block + text[match.end() :] if match else text + block
+    return "this build executed no examples (--no-exec)"
 
 
-class StampDirective(Directive):
-    """When, where and how long a gallery page ran, in the build's language.
+def check_page(app, doctree) -> None:
+    """doctree-read hook: a gallery page's script, figures, and whether it raised."""
+    from sphinx_gallery.directives import imgsgnode  # noqa: PLC0415  (docs-only dependency)
 
-    Its text is made here, not parsed from the page, so it is never offered to
-    translators as a message (it changes with every run).
-    """
-
-    has_content = False
-    option_spec = {  # noqa: RUF012  (docutils' interface)
-        "when": directives.unchanged,
-        "machine": directives.unchanged,
-        "seconds": directives.unchanged,
-        "memory": directives.unchanged,
-        "reason": directives.unchanged,
-    }
-
-    def run(self):
-        language = language_of(self.state.document.settings.env.app)
-        opts = self.options
-        if "reason" in opts:
-            lines = [
-                translate(language, "Not executed in this build: {reason}", reason=opts["reason"])
-            ]
-        else:
-            lines = [
-                translate(
-                    language,
-                    "Executed {when} on {machine} in {seconds} s.",
-                    when=opts["when"],
-                    machine=opts["machine"],
-                    seconds=opts["seconds"],
-                )
-            ]
-        if "memory" in opts:
-            lines.append(
-                translate(
-                    language, "Peak GPU memory allocated by torch: {mib} MiB.", mib=opts["memory"]
-                )
-            )
-        paragraph = nodes.paragraph(classes=["effpt-stamp"])
-        paragraph += nodes.emphasis(text=" ".join(lines))
-        return [freeze(paragraph)]
+    docname = app.env.docname
+    stem = {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
+    if stem is None:
+        return
+    script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
+    check_example_source(script)
+    for image in doctree.findall(imgsgnode):
+        check_image(Path(app.srcdir) / image["uri"].lstrip("/"), docname)
+    if _executing(app):
+        check_not_failed(app, script, docname)
 
 
 def forbid_math(app, doctree) -> None:
@@ -224,6 +147,6 @@ def forbid_math(app, doctree) -> None:
 
 def setup(app) -> None:
     app.add_config_value("effpt_not_executed", {}, "env")
-    app.add_directive("effpt-stamp", StampDirective)
-    app.connect("source-read", freshness)
+    # Before effpt_site.decorations (priority 500), which asks not_executed_reason.
+    app.connect("doctree-read", check_page, priority=450)
     app.connect("doctree-read", forbid_math)

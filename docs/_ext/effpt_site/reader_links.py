@@ -18,7 +18,6 @@ their words come from :mod:`effpt_site.i18n`.
 from __future__ import annotations
 
 import html
-import json
 import re
 from functools import cache
 from urllib.parse import quote, urlencode
@@ -28,7 +27,8 @@ import torch
 import effpt
 from effpt.device import describe
 from effpt_site.i18n import language_of, translate
-from effpt_site.layout import STAMP_SUFFIX, example_pages, generated_dir
+from effpt_site.layout import example_pages
+from effpt_site.outputs import conf_of, read_stamp
 
 COLAB = "https://colab.research.google.com/github"
 
@@ -136,9 +136,9 @@ def page_machine(app, docname: str) -> str:
     """The machine a gallery page's output came from (its stamp), else the build's own."""
     stem = {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
     if stem is not None:
-        stamp = generated_dir(app) / "_records" / f"{stem}{STAMP_SUFFIX}"
-        if stamp.is_file():
-            return json.loads(stamp.read_text(encoding="utf-8"))["machine"]
+        stamp = read_stamp(conf_of(app), stem)
+        if stamp is not None:
+            return stamp["machine"]
     return build_machine()
 
 

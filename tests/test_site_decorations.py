@@ -1,0 +1,131 @@
+"""A gallery page's torch badge and run stamp (docs/_ext/effpt_site/decorations.py).
+
+A one-page gallery, built by sphinx-gallery with the site's own settings for its
+running-time and memory lines: the badge sits under the title and the stamp before the
+download footer, in the build's language, and neither they nor sphinx-gallery's
+running time reach the translators' catalogue. The reST sphinx-gallery writes is left
+as it wrote it: the site decorates the doctree.
+"""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+from effpt_site.page_checks import install_line
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+SCRIPT = f'''"""
+Fit a line
+==========
+
+This page prints a slope. {install_line("plot_a.py")}
+"""
+
+print("slope", 2.0)
+
+# %%
+# Summary
+# -------
+#
+# The slope is printed.
+'''
+
+CONF = """
+import sys
+sys.path.insert(0, {ext!r})
+extensions = ["sphinx_gallery.gen_gallery", "effpt_site.compat", "effpt_site.page_checks",
+              "effpt_site.decorations"]
+sphinx_gallery_conf = {{
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto",
+    "filename_pattern": "/plot_",
+    "reset_modules": ("effpt_site.hooks.reset_state",),
+    "reset_modules_order": "both",
+    "min_reported_time": float("{min_reported_time}"),
+    "show_memory": {show_memory!r},
+    "write_computation_times": False,
+}}
+def setup(app):
+    app.add_config_value("effpt_families", ["fam"], "env")
+"""
+
+INDEX = """Site
+====
+
+.. toctree::
+
+   auto/index
+   compatibility
+"""
+
+
+@pytest.fixture(scope="module")
+def site_conf():
+    """The gallery settings of the real site that decide sphinx-gallery's own lines."""
+    conf = runpy.run_path(str(DOCS / "conf.py"))["sphinx_gallery_conf"]
+    return {"min_reported_time": conf["min_reported_time"], "show_memory": conf["show_memory"]}
+
+
+def gallery_project(tmp_path, site_conf) -> Path:
+    """A one-page gallery (family ``fam``, page ``plot_a``); returns its docs folder."""
+    family = tmp_path / "examples" / "fam"
+    family.mkdir(parents=True)
+    (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
+    (family / "GALLERY_HEADER.rst").write_text("Fam\n---\n\n.. reading order:\n   plot_a.py\n")
+    (family / "plot_a.py").write_text(SCRIPT, encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "conf.py").write_text(CONF.format(ext=str(DOCS / "_ext"), **site_conf))
+    (docs / "index.rst").write_text(INDEX)
+    (docs / "compatibility.rst").write_text("Compatibility\n=============\n")
+    return docs
+
+
+def build(docs: Path, builder: str, out: Path, language: str = "en") -> None:
+    from sphinx.application import Sphinx
+
+    overrides = {"language": language}
+    doctrees = out.parent / f"{out.name}-doctrees"
+    Sphinx(docs, docs, out, doctrees, builder, confoverrides=overrides, status=None).build()
+
+
+@pytest.mark.parametrize(("language", "executed"), [("en", "Executed "), ("zh_CN", "执行，用时")])
+def test_badge_sits_under_the_title_and_the_stamp_before_the_footer(
+    tmp_path, site_conf, language, executed
+):
+    docs = gallery_project(tmp_path, site_conf)
+    out = tmp_path / "html"
+    build(docs, "html", out, language)
+    page = (out / "auto" / "fam" / "plot_a.html").read_text(encoding="utf-8")
+    title = page.index("</h1>")
+    badge = page.index('<p class="effpt-badge"')
+    intro = page.index("This page prints a slope.")
+    assert title < badge < intro
+    assert not page[title + len("</h1>") : badge].strip()  # nothing between the title and it
+    stamp = page.index('class="effpt-stamp sphx-glr-timing"')
+    assert page.index("The slope is printed.") < stamp < page.index("sphx-glr-footer-example")
+    assert executed in page[stamp : stamp + 300]
+    assert "Total running time" not in page
+    assert "Estimated memory usage" not in page
+    assert page.count("effpt-stamp") == 1
+    assert page.count('class="effpt-badge"') == 1
+
+
+def test_sphinx_gallery_writes_its_page_undecorated_and_no_line_reaches_the_catalogue(
+    tmp_path, site_conf
+):
+    docs = gallery_project(tmp_path, site_conf)
+    out = tmp_path / "pot"
+    build(docs, "gettext", out)
+    generated = (docs / "auto" / "fam" / "plot_a.rst").read_text(encoding="utf-8")
+    assert "Total running time" not in generated  # sphinx-gallery's own line is off
+    assert "Estimated memory usage" not in generated
+    assert "effpt-" not in generated  # nothing edits what sphinx-gallery wrote
+    catalogue = (out / "auto.pot").read_text(encoding="utf-8")  # the gallery's pages
+    assert 'msgid "Fit a line"' in catalogue  # the page's prose is there
+    for line in ("Total running time", "Executed", "torch matrix", "compatibility"):
+        assert line not in catalogue
