@@ -256,8 +256,10 @@ def translations(session: nox.Session) -> None:
     """Refresh the Chinese catalogues from the English pages, for translators.
 
     Runs Sphinx's gettext builder (examples already executed by ``nox -s docs`` are not
-    run again), then ``sphinx-intl update``, which adds new messages and marks changed
-    ones fuzzy in docs/locale/zh_CN/LC_MESSAGES. Prints each catalogue's counts.
+    run again), which also writes effpt_site.pot, every string the site's extension
+    shows (docs/_ext/effpt_site/messages.py), then ``sphinx-intl update``, which adds new
+    messages and marks changed ones fuzzy in docs/locale/zh_CN/LC_MESSAGES. Prints each
+    catalogue's counts.
     """
     install(session, "translations")
     pot = BUILD / "gettext"

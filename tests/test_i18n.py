@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import jinja2
 import pytest
@@ -12,7 +13,9 @@ from docutils.utils import new_document
 from sphinx.errors import ExtensionError
 from sphinx.search import _MINIFIED_JS_PATH
 
-from effpt_site import catalogues, coverage, i18n
+from effpt.expect import VERDICTS
+from effpt.records import Ratio
+from effpt_site import catalogues, claims, coverage, expectations, i18n, measurements, messages
 
 HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
 
@@ -77,50 +80,95 @@ def test_page_coverage_counts_what_sphinx_translated():
     assert counted.total >= 2
 
 
-def test_the_extension_strings_fall_back_to_english():
+def test_the_extension_strings_come_from_their_catalogue(tmp_path, monkeypatch):
     assert i18n.translate("zh_CN", "Read the English page") == "阅读英文页面"
     assert i18n.translate("de", "Read the English page") == "Read the English page"
-    assert i18n.translate("zh_CN", "No such string {x}", x=1) == "No such string 1"
+    folder = tmp_path / "zh_CN" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    (folder / "effpt_site.po").write_text(
+        HEADER + 'msgid "Done {x}"\nmsgstr "完成 {x}"\n\n#, fuzzy\nmsgid "Old"\nmsgstr "旧"\n\n'
+        'msgid "Not yet"\nmsgstr ""\n',
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(i18n, "LOCALE", tmp_path)
+    monkeypatch.setattr(i18n, "_TABLES", {})
+    assert i18n.translate("zh_CN", "Done {x}", x=1) == "完成 1"
+    # fuzzy or untranslated: English until translated (the build's coverage counts them)
+    assert i18n.translate("zh_CN", "Old") == "Old"
+    assert i18n.translate("zh_CN", "Not yet") == "Not yet"
+    assert i18n.catalogue_coverage("zh_CN") == catalogues.Coverage(1, 1, 3)
+    with pytest.raises(ExtensionError, match=r"effpt_site\.po lacks the extension's string 'New'"):
+        i18n.translate("zh_CN", "New")
 
 
-def _strings_passed_to_translate():
-    """Every constant string the extension passes to translate() or its local t()."""
-    import ast
-    from pathlib import Path
-
-    package = Path(i18n.__file__).parent
-    found = {}
-    for path in package.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-                continue
-            args = node.args
-            if node.func.id == "translate" and len(args) >= 2:
-                text = args[1]
-            elif node.func.id == "t" and args:
-                text = args[0]
-            else:
-                continue
-            if isinstance(text, ast.Constant) and isinstance(text.value, str):
-                found[text.value] = f"{path.name}:{node.lineno}"
-    return found
+def _template_ids() -> set[str]:
+    return {message.id for message in messages.template() if message.id}
 
 
-def test_every_string_the_extension_writes_has_a_chinese_version():
-    strings = _strings_passed_to_translate()
-    assert len(strings) > 20
-    missing = {s: where for s, where in strings.items() if s not in i18n.MESSAGES["zh_CN"]}
-    assert not missing, f"add these to effpt_site.i18n.MESSAGES['zh_CN']: {missing}"
+#: Calls whose text is not a constant the extractor can follow, and why each is covered.
+FOLLOWED_ELSEWHERE = {
+    "text",  # a module's t(text), which passes its argument on: its callers are extracted
+    "message",  # the theme's translator: THEME_MESSAGES, marked with N_
+    "SWITCH_TITLES[other]",  # marked with N_
+    "claim.text",  # effpt_site.claims marks each claim's text and source with N_
+    "claim.source",
+    "verdict(ratio, claim.promised)",  # verdict() returns N_-marked words
+    "ratio.verdict",  # measurements.RATIO_VERDICTS
+    "e.verdict",  # expectations._ORDER
+}
 
 
-def test_every_claim_and_verdict_has_a_chinese_version():
-    from effpt_site import measurements
+def test_every_string_the_extension_shows_is_in_the_template():
+    found, unresolved = messages.extract()
+    assert len(found) > 80
+    strange = {u.expression: u.where for u in unresolved if u.expression not in FOLLOWED_ELSEWHERE}
+    assert not strange, f"mark these strings with N_ where they are defined: {strange}"
+    ids = _template_ids()
+    shown = {claim.text for claim in claims.CLAIMS} | {claim.source for claim in claims.CLAIMS}
+    shown |= set(i18n.THEME_MESSAGES) | set(i18n.THEME_OPTIONS.values())
+    shown |= set(i18n.SWITCH_TITLES.values()) | set(expectations._ORDER)
+    shown |= set(measurements.RATIO_VERDICTS) | {"yes", "nearly", "no", "inconclusive"}
+    assert not shown - ids, f"missing from the template: {shown - ids}"
+    assert set(expectations._ORDER) == set(VERDICTS)
+    ratios = [Ratio(2.0, 1.9, 2.1), Ratio(0.5, 0.4, 0.6), Ratio(1.0, 0.8, 1.2)]
+    assert {r.verdict for r in ratios} == set(measurements.RATIO_VERDICTS)
 
-    words = {"yes", "nearly", "no", "inconclusive", "faster", "slower"}
-    for claim in measurements.CLAIMS:
-        words |= {claim.text, claim.source}
-    missing = sorted(w for w in words if w not in i18n.MESSAGES["zh_CN"])
-    assert not missing, f"add these to effpt_site.i18n.MESSAGES['zh_CN']: {missing}"
+
+def test_the_extractor_follows_a_variable_and_names_what_it_cannot(tmp_path):
+    (tmp_path / "m.py").write_text(
+        "LABEL = 'Label'\n"
+        "def f(language, obj, c):\n"
+        "    text = 'One' if c else 'Two'\n"
+        "    return translate(language, text) + translate(language, LABEL) + t(obj.name)\n",
+        encoding="utf-8",
+    )
+    found, unresolved = messages.extract(tmp_path)
+    assert [m.text for m in found] == ["One", "Two", "Label"]
+    assert [(u.expression, u.where) for u in unresolved] == [("obj.name", "m.py:4")]
+
+
+def test_the_gettext_builder_writes_the_template(tmp_path):
+    from babel.messages.pofile import read_po
+
+    app = SimpleNamespace(
+        builder=SimpleNamespace(name="gettext"),
+        outdir=str(tmp_path),
+        config=SimpleNamespace(project="Effective PyTorch", version="0.2"),
+    )
+    messages.write_template(app, None)
+    with (tmp_path / "effpt_site.pot").open("rb") as f:
+        assert {m.id for m in read_po(f) if m.id} == _template_ids()
+
+
+def test_the_chinese_catalogue_holds_the_template_all_translated():
+    path = i18n.catalogue_of("zh_CN")
+    catalogue = {m.id: m for m in catalogues.read_catalogue(path) if m.id}
+    ids = _template_ids()
+    assert not ids - catalogue.keys(), f"run `nox -s translations`: {ids - catalogue.keys()}"
+    assert not catalogue.keys() - ids, f"obsolete in {path}: {catalogue.keys() - ids}"
+    untranslated = sorted(k for k, m in catalogue.items() if m.fuzzy or not m.string)
+    assert not untranslated, f"translate these in {path}: {untranslated}"
+    assert catalogues.check_catalogue(path).translated == len(ids)
 
 
 def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
@@ -147,11 +195,24 @@ def test_the_language_switch_leads_to_the_other_language(language, target, text)
     )
     html = template.render(
         language=language,
+        effpt_switch_name=text,
+        effpt_switch_title="the title",
         pagename="auto_examples/amp/plot_a",
         pathto=lambda name, *_: "../../" + name,  # pathto(name, 1): a resource
     )
     assert f'href="{target}"' in html, html
-    assert html.endswith(f">{text}</a>"), html
+    assert html.endswith(f'title="the title">{text}</a>'), html
+
+
+@pytest.mark.parametrize(
+    ("language", "name", "title"),
+    [("en", "中文", "阅读本页的中文版"), ("zh_CN", "English", "Read this page in English")],
+)
+def test_the_language_switch_is_named_in_the_language_it_leads_to(language, name, title):
+    app = SimpleNamespace(config=SimpleNamespace(language=language))
+    context = {}
+    i18n._language_switch(app, "index", "page.html", context, None)
+    assert (context["effpt_switch_name"], context["effpt_switch_title"]) == (name, title)
 
 
 def test_the_chinese_search_names_a_stemmer_its_javascript_defines():

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 from sphinx.errors import ExtensionError
 
-from effpt_site import measurements, page_checks
+from effpt_site import claims, measurements, page_checks
 
 GOOD = {
     "task": "t",
@@ -166,7 +166,7 @@ def test_pages_a_restricted_or_no_exec_build_did_not_run_say_why(app):
 
 
 def _claim(task, fast="fast", device="cpu"):
-    return measurements.Claim("claim", "a source", device, "plot_a", task, "slow", fast, 2.0)
+    return claims.Claim("claim", "a source", device, "plot_a", task, "slow", fast, 2.0)
 
 
 def _rows(*specs):
@@ -243,7 +243,7 @@ def test_compat_matrix_sorts_versions_and_diffs_only_real_changes(tmp_path):
 
 
 def test_an_optional_claim_whose_fast_variant_did_not_run_is_not_measured(monkeypatch):
-    claim = measurements.Claim("claim", "a source", "cpu", "plot_a", "t", "slow", "fast", 2.0, True)
+    claim = claims.Claim("claim", "a source", "cpu", "plot_a", "t", "slow", "fast", 2.0, True)
     monkeypatch.setattr(measurements, "CLAIMS", [claim])
     rows = _rows(("t", "slow", 1.0, 0.99, 1.01))
     text = "\n".join(measurements.claim_lines(rows))

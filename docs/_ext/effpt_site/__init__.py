@@ -7,7 +7,8 @@
   the warning policy, memory on CUDA, the records file and the run stamp).
 * :mod:`effpt_site.before_you_start`: the "before you start" box under each page's title.
 * :mod:`effpt_site.cards`: the landing page's cards.
-* :mod:`effpt_site.measurements`: every record, and the sources' claims scored.
+* :mod:`effpt_site.measurements`: every record, and the sources' claims
+  (:mod:`effpt_site.claims`) scored.
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
   build log's list of those that did not hold.
 * :mod:`effpt_site.page_checks`: checks that fail the build.
@@ -15,7 +16,8 @@
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
 * :mod:`effpt_site.i18n`: this extension's own strings in each language, and the
-  translated build's settings; :mod:`effpt_site.catalogues` checks the catalogues,
+  translated build's settings; :mod:`effpt_site.messages` extracts those strings into
+  their gettext template; :mod:`effpt_site.catalogues` checks the catalogues,
   :mod:`effpt_site.coverage` counts what they translated, :mod:`effpt_site.thumbnails`
   translates the gallery's cards.
 * :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
@@ -52,6 +54,7 @@ MODULES = (
     "i18n",
     "images",
     "measurements",
+    "messages",
     "page_checks",
     "plain_text",
     "reader_links",

@@ -1,7 +1,8 @@
 """How much of each translated page the catalogues translated, counted on the built pages.
 
 A message whose English changed since it was translated, or whose translation is fuzzy,
-counts as untranslated. The build prints the share per language and fails below
+counts as untranslated; so does an untranslated or fuzzy string of the extension's own
+catalogue (effpt_site.po), whose strings every page shows. The build prints the share per language and fails below
 ``effpt_translation_threshold``; a translated page that still shows English passages
 says so under its title, linking to the English page.
 """
@@ -13,7 +14,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
 from effpt_site.catalogues import Coverage
-from effpt_site.i18n import language_of, translate
+from effpt_site.i18n import catalogue_coverage, catalogue_of, language_of, translate
 
 logger = logging.getLogger(__name__)
 
@@ -52,19 +53,25 @@ def _report_coverage(app, exception) -> None:
     if exception is not None or language == "en" or app.builder.name == "gettext":
         return
     per_doc = getattr(app.env, "effpt_coverage", {})
+    own = catalogue_coverage(language) or Coverage(0, 0, 0)  # the extension's strings
     whole = Coverage(
-        sum(c.translated for c in per_doc.values()), 0, sum(c.total for c in per_doc.values())
+        sum(c.translated for c in per_doc.values()) + own.translated,
+        0,
+        sum(c.total for c in per_doc.values()) + own.total,
     )
     stale = sorted(doc for doc, c in per_doc.items() if c.translated < c.total)
     logger.info(
         "effpt: %s translation: %.1f %% of %d messages translated and not fuzzy; "
-        "%d of %d pages show some English%s",
+        "%d of %d pages show some English%s; %d of the extension's %d strings translated (%s)",
         language,
         100 * whole.share,
         whole.total,
         len(stale),
         len(per_doc),
         f" ({', '.join(stale[:8])}{', ...' if len(stale) > 8 else ''})" if stale else "",
+        own.translated,
+        own.total,
+        catalogue_of(language).name,
     )
     threshold = float(app.config.effpt_translation_threshold)
     if whole.share < threshold:

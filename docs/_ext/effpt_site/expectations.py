@@ -19,7 +19,7 @@ from sphinx.util import logging
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.expect import Expectation, read_expectations
-from effpt_site.i18n import freeze, language_of, translate
+from effpt_site.i18n import N_, freeze, language_of, translate
 from effpt_site.layout import example_pages
 from effpt_site.outputs import conf_of, expectation_files, expectations_file
 
@@ -105,7 +105,8 @@ class ExpectationsDirective(Directive):
         return freeze(container).children
 
 
-_ORDER = ("holds here", "does not hold here", "inconclusive")
+#: effpt.expect.VERDICTS, as the table shows them.
+_ORDER = (N_("holds here"), N_("does not hold here"), N_("inconclusive"))
 
 
 def _escape(text: str) -> str:

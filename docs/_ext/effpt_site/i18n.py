@@ -5,10 +5,13 @@ gettext builder and ``sphinx-intl``, translators edit docs/locale/zh_CN/LC_MESSA
 and ``nox -s docs`` builds the Chinese site from the same executed pages (nothing runs
 twice). This module holds what that pipeline lacks:
 
-* the few strings this extension writes itself (the run stamp, the torch badge, table
-  headers), in :data:`MESSAGES`, used through :func:`translate`; volatile text such as
-  dates, machines and timings is rendered by directives whose nodes are never extracted
-  as messages (:func:`freeze`);
+* the strings this extension writes itself (the run stamp, the torch badge, table
+  headers, the theme's texts): English in the code, passed to :func:`translate` (or
+  marked with :func:`N_` where they are defined), and translated in their own catalogue,
+  docs/locale/<language>/LC_MESSAGES/effpt_site.po, which ``nox -s translations``
+  refreshes from the code (:mod:`effpt_site.messages`); volatile text such as dates,
+  machines and timings is rendered by directives whose nodes are never extracted as
+  messages (:func:`freeze`);
 * the theme's visible option texts and Chinese search, per language;
 * the API reference's docstrings stay English (they are effpt's own documentation).
 
@@ -19,184 +22,91 @@ The catalogues' checks are in :mod:`effpt_site.catalogues`, the coverage count a
 
 from __future__ import annotations
 
+import gettext
 from pathlib import Path
 
 from docutils import nodes
 from sphinx import addnodes
+from sphinx.errors import ExtensionError
 
-from effpt_site.catalogues import read_catalogue
+from effpt_site.catalogues import Coverage, check_catalogue, read_catalogue
+from effpt_site.messages import DOMAIN
 
-#: Languages of the site, with the name a reader looks for in the switch.
+
+def N_(text: str) -> str:
+    """Mark ``text`` for the catalogue where it is defined; :func:`translate` shows it later."""
+    return text
+
+
+#: Languages of the site, with the name a reader looks for in the switch (its own name
+#: for itself, the same in every edition: not a translation).
 LANGUAGES = {"en": "English", "zh_CN": "中文"}
 
-#: This extension's own strings, by language. English is the key.
-MESSAGES: dict[str, dict[str, str]] = {
-    "zh_CN": {
-        "Executed {when} on {machine} in {seconds} s.": "于 {when} 在 {machine} 上执行，用时 {seconds} 秒。",
-        "Peak GPU memory allocated by torch: {mib} MiB.": "torch 分配的 GPU 显存峰值：{mib} MiB。",
-        "Not executed in this build: {reason}": "本次构建未执行此页：{reason}",
-        "Verified on torch {versions}": "已在 torch {versions} 上验证",
-        "Verified on a CPU with torch {versions}": "已在 CPU 上用 torch {versions} 验证",
-        "Verified on a GPU with torch {versions}": "已在 GPU 上用 torch {versions} 验证",
-        " (": "（",
-        ")": "）",
-        "failed on {versions}": "在 {versions} 上失败",
-        "Not verified on any torch": "尚未在任何 torch 版本上验证通过",
-        "Not yet run by the torch matrix": "尚未经 torch 版本矩阵运行",
-        "compatibility": "兼容性",
-        " and ": " 和 ",
-        ", ": "、",
-        "; ": "；",
-        "This translation is older than the English page: {count} of its {total} "
-        "passages are shown in English until they are translated.": (
-            "此译文比英文页面旧：全部 {total} 段中有 {count} 段在译好之前以英文显示。"
-        ),
-        "Read the English page": "阅读英文页面",
-        # what a reader can do from a page (reader_links.py)
-        "Report a problem with this page": "报告本页的问题",
-        "What went wrong, and what did you expect?": "出了什么问题？你原本期望看到什么？",
-        "Run in Google Colab": "在 Google Colab 中运行",
-        "Related pages": "相关页面",
-        # the "before you start" box (before_you_start.py)
-        "Before you start": "开始之前",
-        "What you will learn": "你将学到",
-        "Read first": "先读",
-        "What it needs": "所需环境",
-        "Run time": "运行时间",
-        "{seconds} s on the machine that built this site": "在构建本站的机器上用时 {seconds} 秒",
-        # llms.txt (plain_text.py)
-        "A documentation site whose every page is produced by running code: how to use "
-        "PyTorch well, measured on the machine that built it. Each page below is the "
-        "plain text of its HTML page, with the executed output.": (
-            "一个每一页都由运行代码生成的文档站点：如何用好 PyTorch，并在构建它的机器上实测。"
-            "下面每一项都是对应 HTML 页面的纯文本，含执行输出。"
-        ),
-        "Pages of this site": "本站页面",
-        # the index of PyTorch names (related.py)
-        "PyTorch functions and the pages that use them": "PyTorch 函数及使用它们的页面",
-        "Every name from torch that a gallery page's code calls or refers to, in "
-        "alphabetical order, with the pages that use it ({count} names).": (
-            "示例库页面的代码调用或引用的每个 torch 名称，按字母顺序排列，并附上使用它的页面（共 {count} 个名称）。"
-        ),
-        ": ": "：",
-        "Show or hide this section's pages": "展开或收起本节的页面",
-        "Built on {day} on {where}, with {torch}.": "本站的这份副本于 {day} 在 {where} 上构建，使用 {torch}。",
-        "Built on {day} on {where}.": "本站的这份副本于 {day} 在 {where} 上构建。",
-        # the execution-times page
-        "No example has been executed in this build tree.": "本构建目录中还没有执行过任何示例。",
-        "The whole gallery ran in **{total} s**; the slowest page is {page} at **{seconds} s**.": (
-            "整个示例库运行了 **{total} 秒**；最慢的一页是 {page}，用时 **{seconds} 秒**。"
-        ),
-        "This build ran on a CPU, where a page's own peak memory cannot be told apart from "
-        "the memory of the whole build process, so none is shown.": (
-            "本次构建在 CPU 上运行，无法把某一页自身的内存峰值与整个构建进程的内存区分开，因此不显示内存。"
-        ),
-        "Per family": "按系列",
-        "Family": "系列",
-        "Pages": "页数",
-        "Total": "合计",
-        "Per page, slowest first": "按页，最慢的在前",
-        "Page": "页面",
-        "Time": "用时",
-        "Peak GPU memory": "GPU 显存峰值",
-        # the compatibility page
-        "The torch matrix has not been run for this copy.": "本站的这份副本还没有运行过 torch 版本矩阵。",
-        "The matrix runs": "矩阵的各次运行",
-        "Run on": "运行环境",
-        "Date": "日期",
-        "Pages that ran": "运行成功的页面",
-        "Unit tests": "单元测试",
-        "{ok} of {total}": "{total} 页中的 {ok} 页",
-        "{passed} passed, {failed} failed": "{passed} 个通过，{failed} 个失败",
-        ", {skipped} skipped": "，{skipped} 个跳过",
-        "Each page on each torch (✓ ran, ✗ failed; warnings raised)": (
-            "每一页在每个 torch 版本上的结果（✓ 运行成功，✗ 失败；括号内为发出的警告数）"
-        ),
-        "not run": "未运行",
-        " (1 warning)": "（1 条警告）",
-        " ({count} warnings)": "（{count} 条警告）",
-        "torch {version}: failed": "torch {version}：失败",
-        "Output changed from torch {old} to {new}": "从 torch {old} 到 {new}，输出有变化",
-        "The printed output is the same on every version (timings masked).": (
-            "各版本打印的输出都相同（计时已屏蔽）。"
-        ),
-        # the measurements page
-        "The source material's speed claims, measured by this build": "原始资料中关于速度的说法，由本次构建实测",
-        "Claim": "说法",
-        "Source": "出处",
-        "Source says": "原文数字",
-        "This build": "本次构建",
-        "Met?": "是否成立",
-        "not measured": "未测量",
-        "not measured: {variant} did not run on {machine}": "未测量：{variant} 未在 {machine} 上运行",
-        "a GPU": "GPU",
-        "a CPU": "CPU",
-        "not comparable on this machine: the source measured on {source}, this build ran on "
-        "{machine} ({where})": "在本机上不可比：原文在 {source} 上测量，本次构建运行于 {machine}（{where}）",
-        "{ratio} on {machine} ({where})": "{ratio}，运行于 {machine}（{where}）",
-        "yes": "成立",
-        "nearly": "接近",
-        "no": "不成立",
-        "inconclusive": "无法判定",
-        "holds here": "在此成立",
-        "does not hold here": "在此不成立",
-        "No page of this build stated an expectation.": "本次构建中没有页面提出预期。",
-        "{total} expectations: {held} hold here, {failed} do not, {unsure} inconclusive.": (
-            "共 {total} 项预期：{held} 项在此成立，{failed} 项不成立，{unsure} 项无法判定。"
-        ),
-        "What the pages expect of the machine, and this build’s verdict": "各页对机器的预期，及本次构建的判定",
-        "Expectation": "预期",
-        "Expected": "预期条件",
-        "Measured": "测得",
-        "Verdict": "判定",
-        "faster": "更快",
-        "slower": "更慢",
-        "All timings below were taken on {machines}.": "以下所有计时均在 {machines} 上测得。",
-        "Every timing in the gallery": "示例库中的全部计时",
-        "Task": "任务",
-        "Variant": "写法",
-        "Median": "中位数",
-        "IQR": "四分位距",
-        "Repeats": "重复次数",
-        "vs baseline": "相对基准",
-        "baseline": "基准",
-        "No page of this build recorded a measurement.": "本次构建中没有任何页面记录测量结果。",
-        # the sources' claims (effpt_site.measurements.CLAIMS)
-        "the Effective PyTorch guide": "《Effective PyTorch》指南",
-        "Thomas Viehmann's ACDL 2020 notebook": "Thomas Viehmann 的 ACDL 2020 笔记本",
-        "Iterating rows with unbind is about 30 % faster than indexing them (500 × 10)": (
-            "用 unbind 遍历各行比逐行索引快约 30 %（500 × 10）"
-        ),
-        "One torch.sum is about 100× faster than a loop over the rows (500 × 10)": (
-            "一次 torch.sum 比逐行循环快约 100 倍（500 × 10）"
-        ),
-        "The uniformity loss through a matrix product instead of pdist: 19.4 ms → 2.26 ms "
-        "(1024 × 128, forward and backward)": (
-            "用矩阵乘法代替 pdist 计算均匀性损失：19.4 ms → 2.26 ms（1024 × 128，前向加反向）"
-        ),
-        "A TorchScript loop is about 10 % faster than the Python loop (batch gather)": (
-            "TorchScript 循环比 Python 循环快约 10 %（批量 gather）"
-        ),
-        "A vectorised batch gather is about 100× faster than the loop": "向量化的批量 gather 比循环快约 100 倍",
-        "TorchScript's fuser takes the box IoU of 100 000 pairs from 238 µs to 40.3 µs": (
-            "TorchScript 的融合器把 100 000 对框的 IoU 从 238 µs 降到 40.3 µs"
-        ),
-    }
-}
+#: The language switch's title, per language it leads to, said in that language.
+SWITCH_TITLES = {"en": N_("Read this page in English"), "zh_CN": N_("Read this page in Chinese")}
+
+#: Where each language's catalogue of this extension's strings lives.
+LOCALE = Path(__file__).resolve().parents[2] / "locale"
+
+
+def catalogue_of(language: str) -> Path:
+    """The catalogue of this extension's strings in ``language``."""
+    return LOCALE / language / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+_TABLES: dict[str, dict[str, str] | None] = {}
+
+
+def _table(language: str) -> dict[str, str] | None:
+    """English to ``language`` ("" where untranslated or fuzzy); None without a catalogue."""
+    if language not in _TABLES:
+        path = catalogue_of(language)
+        _TABLES[language] = (
+            {
+                entry.id: entry.string if entry.string and not entry.fuzzy else ""
+                for entry in read_catalogue(path)
+                if entry.id
+            }
+            if path.is_file()
+            else None
+        )
+    return _TABLES[language]
 
 
 def translate(language: str | None, text: str, **values: object) -> str:
-    """``text`` in ``language`` (English when no translation is known), then formatted.
+    """``text`` in ``language``, from its catalogue, then formatted.
+
+    English where the language has no catalogue or the catalogue has not translated
+    ``text`` yet (the build's coverage counts that); a string missing from the catalogue
+    fails, naming it: ``nox -s translations`` adds it.
 
     Examples
     --------
-    >>> translate("zh_CN", "Verified on torch {versions}", versions="2.13.0")
-    '已在 torch 2.13.0 上验证'
-    >>> translate("fr", "Verified on torch {versions}", versions="2.13.0")
-    'Verified on torch 2.13.0'
+    >>> translate("zh_CN", "Verified on a CPU with torch {versions}", versions="2.13.0")
+    '已在 CPU 上用 torch 2.13.0 验证'
+    >>> translate("fr", "Verified on a CPU with torch {versions}", versions="2.13.0")
+    'Verified on a CPU with torch 2.13.0'
+    >>> translate("zh_CN", "Not in the catalogue")
+    Traceback (most recent call last):
+    ...
+    sphinx.errors.ExtensionError: .../effpt_site.po lacks the extension's string 'Not in the catalogue': run `nox -s translations` and translate it
     """
-    table = MESSAGES.get(language or "en", {})
-    return table.get(text, text).format(**values)
+    table = None if (language or "en") == "en" else _table(language)
+    if table is None:
+        return text.format(**values)
+    if text not in table:
+        msg = (
+            f"{catalogue_of(language)} lacks the extension's string {text!r}: run "
+            "`nox -s translations` and translate it"
+        )
+        raise ExtensionError(msg)
+    return (table[text] or text).format(**values)
+
+
+def catalogue_coverage(language: str) -> Coverage | None:
+    """How much of this extension's catalogue in ``language`` is translated."""
+    path = catalogue_of(language)
+    return check_catalogue(path) if path.is_file() else None
 
 
 def language_of(app) -> str:
@@ -255,15 +165,47 @@ def _keep_docstrings_english(app, doctree) -> None:  # noqa: ARG001  (Sphinx's s
             name["translatable"] = False
 
 
-#: pydata-sphinx-theme options that are text a reader sees, per language.
-THEME_TEXT = {"zh_CN": {"search_bar_text": "搜索文档……", "icon_links_label": "图标链接"}}
+#: pydata-sphinx-theme's options that are text a reader sees (its English defaults).
+THEME_OPTIONS = {"search_bar_text": N_("Search the docs ..."), "icon_links_label": N_("Icon Links")}
+
+#: Texts pydata-sphinx-theme's templates show through ``_()`` that neither the theme's
+#: nor Sphinx's catalogue translates into every language of the site: this extension's
+#: catalogue supplies them (:class:`_ThemeTranslations`).
+THEME_MESSAGES = (
+    N_("Color mode"),
+    N_("System Settings"),
+    N_("Collapse Sidebar"),
+    N_("Expand Sidebar"),
+)
 
 
 def _theme_text(app, config) -> None:  # noqa: ARG001  (Sphinx's signature)
     """config-inited: the theme's visible option texts in the build's language."""
-    options = THEME_TEXT.get(config.language or "en")
-    if options:
-        config.html_theme_options = {**config.html_theme_options, **options}
+    language = config.language or "en"
+    if language == "en" or _table(language) is None:
+        return
+    options = {key: translate(language, text) for key, text in THEME_OPTIONS.items()}
+    config.html_theme_options = {**config.html_theme_options, **options}
+
+
+class _ThemeTranslations(gettext.NullTranslations):
+    """:data:`THEME_MESSAGES` from this extension's catalogue, after every other catalogue."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__()
+        self.language = language
+
+    def gettext(self, message: str) -> str:
+        if message in THEME_MESSAGES:
+            return translate(self.language, message)
+        return super().gettext(message)
+
+
+def _theme_messages(app) -> None:
+    """builder-inited: the templates' translator falls back on this extension's catalogue."""
+    language = language_of(app)
+    if language != "en" and _table(language) is not None and app.translator is not None:
+        app.translator.add_fallback(_ThemeTranslations(language))
 
 
 def chinese_search_language():
@@ -287,6 +229,13 @@ def chinese_search_language():
     return SearchChineseWithItsStemmer
 
 
+def _language_switch(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001
+    """html-page-context: the switch's link name and title, in the language it leads to."""
+    other = "en" if language_of(app) != "en" else "zh_CN"
+    context["effpt_switch_name"] = LANGUAGES[other]
+    context["effpt_switch_title"] = translate(other, SWITCH_TITLES[other])
+
+
 def _search_language(app, config) -> None:
     if (config.language or "en").startswith("zh"):
         app.add_search_language(chinese_search_language())
@@ -294,5 +243,7 @@ def _search_language(app, config) -> None:
 
 def setup(app) -> None:
     app.connect("config-inited", _theme_text)
+    app.connect("builder-inited", _theme_messages)
+    app.connect("html-page-context", _language_switch)
     app.connect("config-inited", _search_language)
     app.connect("doctree-read", _keep_docstrings_english, priority=400)

@@ -3,9 +3,9 @@
 Pages time their variants with :func:`effpt.bench.compare`, which appends
 :class:`effpt.records.Record` lines to a file per page (the gallery hook names it).
 This module validates those files, lists every record, and scores each speed claim of
-the source material against the record that measures the same thing. A claim is
-scored only like for like: on the device class the source measured on, for the same
-technique and the same size. Otherwise the table says why it is not comparable.
+the source material (stated in :mod:`effpt_site.claims`) against the record that
+measures the same thing. A claim is scored only like for like: on the device class the
+source measured on, for the same technique and the same size. Otherwise the table says why it is not comparable.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.records import Ratio, Record, format_seconds, read_records, speedup
-from effpt_site.i18n import freeze, language_of, translate
+from effpt_site.claims import CLAIMS
+from effpt_site.i18n import N_, freeze, language_of, translate
 from effpt_site.layout import example_pages
 from effpt_site.outputs import conf_of, record_files, records_file
 
@@ -48,94 +49,8 @@ def load_records(app) -> list[_Row]:
     return rows
 
 
-@dataclass(frozen=True)
-class Claim:
-    """A speed claim of the source material and the record that tests it like for like.
-
-    ``device`` is the device class the source measured on ("cuda", or "cpu" when the
-    source's code ran on the CPU) and ``task`` names one size, the same on every
-    device the page runs on; a build whose record of that task ran on another device
-    class reports the claim as not comparable. ``promised`` is the speed-up the source reports. ``optional``
-    marks a claim whose fast variant a page records only where it can run (TorchScript's
-    fuser fuses on CUDA only); elsewhere the table says it was not measured.
-    """
-
-    text: str
-    source: str
-    device: str
-    page: str
-    task: str
-    slow: str
-    fast: str
-    promised: float
-    optional: bool = False
-
-
-CLAIMS: list[Claim] = [
-    Claim(
-        "Iterating rows with unbind is about 30 % faster than indexing them (500 × 10)",
-        "the Effective PyTorch guide",
-        "cpu",
-        "plot_overloaded_operators",
-        "row sum 500×10",
-        "m[i] loop",
-        "unbind loop",
-        1.3,
-    ),
-    Claim(
-        "One torch.sum is about 100× faster than a loop over the rows (500 × 10)",
-        "the Effective PyTorch guide",
-        "cpu",
-        "plot_overloaded_operators",
-        "row sum 500×10",
-        "m[i] loop",
-        "torch.sum",
-        100.0,
-    ),
-    Claim(
-        "The uniformity loss through a matrix product instead of pdist: "
-        "19.4 ms → 2.26 ms (1024 × 128, forward and backward)",
-        "Thomas Viehmann's ACDL 2020 notebook",
-        "cuda",
-        "plot_timing_pytorch_code",
-        "uniformity loss, forward + backward",
-        "pdist",
-        "matmul",
-        19.4 / 2.26,
-    ),
-    # The guide's batch-gather code moves its offsets with .cuda(): it measured on a GPU.
-    Claim(
-        "A TorchScript loop is about 10 % faster than the Python loop (batch gather)",
-        "the Effective PyTorch guide",
-        "cuda",
-        "plot_batch_gather",
-        "batch gather, batch 4096",
-        "python loop",
-        "TorchScript loop",
-        1.1,
-    ),
-    Claim(
-        "A vectorised batch gather is about 100× faster than the loop",
-        "the Effective PyTorch guide",
-        "cuda",
-        "plot_batch_gather",
-        "batch gather, batch 4096",
-        "python loop",
-        "flat + offset",
-        100.0,
-    ),
-    Claim(
-        "TorchScript's fuser takes the box IoU of 100 000 pairs from 238 µs to 40.3 µs",
-        "Thomas Viehmann's ACDL 2020 notebook",
-        "cuda",
-        "plot_fusing_elementwise_work",
-        "box IoU, 100,000 pairs",
-        "eager",
-        "TorchScript fuser",
-        238 / 40.3,
-        optional=True,
-    ),
-]
+#: The words effpt.records.Ratio.verdict gives a speed-up, which the timings table shows.
+RATIO_VERDICTS = (N_("faster"), N_("slower"), N_("inconclusive"))
 
 #: A verdict of "nearly" covers speed-ups within this fraction below the promised one.
 NEARLY = 0.85
@@ -156,12 +71,12 @@ def verdict(ratio: Ratio, promised: float) -> str:
     ['yes', 'nearly', 'no', 'inconclusive']
     """
     if ratio.low >= promised:
-        return "yes"
+        return N_("yes")
     if ratio.high < NEARLY * promised:
-        return "no"
+        return N_("no")
     if ratio.low >= NEARLY * promised and ratio.high < promised:
-        return "nearly"
-    return "inconclusive"
+        return N_("nearly")
+    return N_("inconclusive")
 
 
 def _device_class(machine: str) -> str:
