@@ -19,8 +19,8 @@
   translated build's settings; :mod:`effpt_site.messages` extracts those strings into
   their gettext template; :mod:`effpt_site.catalogues` checks the catalogues,
   :mod:`effpt_site.coverage` counts what they translated, :mod:`effpt_site.thumbnails`
-  translates the gallery's cards.
-* :mod:`effpt_site.a11y`: accessibility fixes for generated markup.
+  makes the gallery's cards in the reader's language.
+* :mod:`effpt_site.a11y`: accessible names for the theme's sidebar toggles.
 * :mod:`effpt_site.api`: minigalleries in the API reference, offline API names.
 * :mod:`effpt_site.assets`: what each page loads (one pruned stylesheet, deferred
   scripts), with :mod:`effpt_site.cssprune` and :mod:`effpt_site.icons`.
