@@ -408,45 +408,88 @@ def test_before_you_start_box_text_reaches_the_translators_catalogue(tmp_path):
     assert "Before you start" not in catalogue  # the headings come from the extension's own
 
 
-def test_before_you_start_box_becomes_markdown_in_the_notebook_and_its_zip(tmp_path):
-    """sphinx-gallery leaves the directive as raw reST in the notebook; the build rewrites it."""
-    import json
+BOX_SCRIPT = '''"""
+Fit a line
+==========
+
+.. effpt-before-you-start::
+   :learn: - How ``lstsq`` fits a line.
+           - Why :class:`~torch.nn.Linear` wants
+             a feature dimension.
+   :read-first: :doc:`plot_autograd` for ``grad``.
+   :needs: A CPU is enough.
+
+Prose.
+"""
+
+# sphinx_gallery_thumbnail_number = 1
+print(1)
+# sphinx_gallery_start_ignore
+assert 1 == 1
+# sphinx_gallery_end_ignore
+
+# %%
+# More prose.
+print(2)
+'''
+
+
+def test_before_you_start_box_is_a_markdown_cell_of_the_notebook_and_its_zip(tmp_path):
+    """The page's notebook is sphinx-gallery's own, with the box as a quoted Markdown cell."""
+    import copy
     import zipfile
     from types import SimpleNamespace
 
-    from effpt_site.before_you_start import rewrite_notebooks
+    from sphinx_gallery.gen_gallery import DEFAULT_GALLERY_CONF
+    from sphinx_gallery.notebook import jupyter_notebook, save_notebook
+    from sphinx_gallery.py_source_parser import split_code_and_text_blocks
+
+    from effpt_site.before_you_start import write_notebooks
 
     family = tmp_path / "auto_examples" / "basics"
     family.mkdir(parents=True)
-    docstring = (
-        "\n# Fit a line\n\n.. effpt-before-you-start::\n"
-        "   :learn: - How ``lstsq`` fits a line.\n"
-        "           - Why :class:`~torch.nn.Linear` wants\n"
-        "             a feature dimension.\n"
-        "   :read-first: :doc:`plot_autograd` for ``grad``.\n"
-        "   :needs: A CPU is enough.\n\nProse.\n"
-    )
-    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": [docstring]}]}
-    (family / "plot_line.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
-    (family / "plot_line.py").write_text("print(1)\n", encoding="utf-8")
+    script = family / "plot_line.py"
+    script.write_text(BOX_SCRIPT, encoding="utf-8")
+    conf = copy.deepcopy(DEFAULT_GALLERY_CONF)
+    conf |= {"gallery_dirs": "auto_examples", "remove_config_comments": True}
+    conf["first_notebook_cell"] = "%pip install effpt"
+    # What sphinx-gallery writes: the box left as raw reST; and its zip.
+    theirs = jupyter_notebook(split_code_and_text_blocks(script)[1], conf, family)
+    save_notebook(theirs, family / "plot_line.ipynb")
     with zipfile.ZipFile(family / "plot_line.zip", "w") as archive:
-        archive.writestr("plot_line.ipynb", json.dumps(notebook))
-    conf = {"gallery_dirs": "auto_examples", "download_all_examples": False}
+        archive.writestr("plot_line.ipynb", "{}")
     app = SimpleNamespace(srcdir=str(tmp_path), config=SimpleNamespace(sphinx_gallery_conf=conf))
 
-    rewrite_notebooks(app)
+    write_notebooks(app)
 
     with zipfile.ZipFile(family / "plot_line.zip") as archive:
         zipped = json.loads(archive.read("plot_line.ipynb"))
-    for written in (json.loads((family / "plot_line.ipynb").read_text(encoding="utf-8")), zipped):
-        cell = "".join(written["cells"][0]["source"])
-        assert "effpt-before-you-start" not in cell
-        assert ":learn:" not in cell
-        assert ":doc:" not in cell
-        assert "> **Before you start**\n" in cell
-        assert "> - Why `Linear` wants a feature dimension.\n" in cell
-        assert "> **Read first:** `plot_autograd` for ``grad``.\n" in cell
-        assert cell.index("Before you start") < cell.index("Prose.")
-    once = (family / "plot_line.ipynb").read_text(encoding="utf-8")
-    rewrite_notebooks(app)  # a second build finds nothing left to rewrite
-    assert (family / "plot_line.ipynb").read_text(encoding="utf-8") == once
+    written = json.loads((family / "plot_line.ipynb").read_text(encoding="utf-8"))
+    assert zipped == written
+    assert written["metadata"] == theirs["metadata"]
+    sources = ["".join(cell["source"]) for cell in written["cells"]]
+    kinds = [cell["cell_type"] for cell in written["cells"]]
+    assert kinds == ["code", "markdown", "markdown", "markdown", "code", "markdown", "code"]
+    assert sources[0] == "%pip install effpt"
+    assert sources[1].strip() == "# Fit a line"
+    assert sources[2] == (
+        "> **Before you start**\n"
+        ">\n"
+        "> **What you will learn:**\n"
+        ">\n"
+        "> - How ``lstsq`` fits a line.\n"
+        "> - Why `Linear` wants a feature dimension.\n"
+        ">\n"
+        "> **Read first:** `plot_autograd` for ``grad``.\n"
+        ">\n"
+        "> **What it needs:** A CPU is enough.\n"
+    )
+    assert sources[3].strip() == "Prose."
+    assert not any("effpt-before-you-start" in text or ":learn:" in text for text in sources)
+    # The code as sphinx-gallery's notebook shows it: hidden asserts and config comments out.
+    assert sources[4] == "print(1)"
+    assert sources[5].strip() == "More prose."
+    assert sources[6] == "print(2)"
+    once = (family / "plot_line.ipynb").stat().st_mtime_ns
+    write_notebooks(app)  # a second build finds the notebook current and leaves it
+    assert (family / "plot_line.ipynb").stat().st_mtime_ns == once

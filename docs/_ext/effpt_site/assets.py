@@ -18,6 +18,10 @@ scripts that block rendering, the search index and an icon script. This module:
 
 The template half of this lives in docs/_templates/layout.html. Remote stylesheets and
 page-specific ones an extension adds for a single page keep their own links.
+
+Nothing the build wrote is edited: pages get their links at ``html-page-context``, and
+``effpt-site.css`` is a new file made from the built sheets (which stay as they are),
+since which rules survive depends on every page of the finished site.
 """
 
 from __future__ import annotations

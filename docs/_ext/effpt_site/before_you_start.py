@@ -13,9 +13,10 @@ sphinx-gallery cost); the torch versions it was verified on are the badge beside
 Every gallery page states one, directly under its title, with all three parts
 (``tests/test_page_sources.py`` checks each page's source).
 
-sphinx-gallery copies the docstring into the page's notebook as Markdown, and leaves
-directives it does not know as raw reST; :func:`notebook_markdown` rewrites the box
-there as a quoted Markdown list after the gallery is generated.
+sphinx-gallery converts the docstring to Markdown for the page's notebook and leaves
+directives it does not know as raw reST; :func:`page_notebook` makes each page's notebook
+from its script with sphinx-gallery's own notebook API instead, the box lifted out of the
+docstring as its own quoted Markdown cell (:func:`box_markdown`).
 """
 
 from __future__ import annotations
@@ -83,10 +84,9 @@ class BeforeYouStart(Directive):
         return [box]
 
 
-#: The directive and its indented options, as sphinx-gallery leaves them in a notebook.
-BOX_IN_MARKDOWN = re.compile(
-    r"^\.\. effpt-before-you-start::\n((?:[ \t]+\S.*(?:\n|$))*)", re.MULTILINE
-)
+#: The directive and its indented options in a page's docstring (reST's explicit markup
+#: block: the directive line, then every line indented under it).
+BOX_IN_RST = re.compile(r"^\.\. effpt-before-you-start::\n((?:[ \t]+\S.*(?:\n|$))*)", re.MULTILINE)
 #: A role (``:doc:`text <target>` ``, ``:class:`~torch.nn.Module` ``), which Markdown lacks.
 ROLE = re.compile(r":[\w:-]+:`(?:([^`<]*?)\s*<[^`>]*>|(~?)([^`]*))`")
 
@@ -99,20 +99,17 @@ def _role_to_markdown(match: re.Match) -> str:
     return f"`{target.rsplit('.', 1)[-1] if tilde else target}`"
 
 
-def notebook_markdown(text: str) -> str:
-    r"""Rewrite a box left as reST in a notebook's Markdown as a quoted Markdown list.
+def box_markdown(options: str) -> str:
+    r"""The box for a notebook: its options (as indented under the directive), quoted Markdown.
 
     Examples
     --------
-    >>> print(notebook_markdown(
-    ...     "# Title\n\n.. effpt-before-you-start::\n"
+    >>> print(box_markdown(
     ...     "   :learn: - Fit a :class:`~torch.nn.Linear`.\n"
     ...     "           - Save its ``state_dict``\n"
     ...     "             and load it.\n"
-    ...     "   :read-first: :doc:`plot_autograd`.\n\nProse."
+    ...     "   :read-first: :doc:`plot_autograd`.\n"
     ... ))
-    # Title
-    <BLANKLINE>
     > **Before you start**
     >
     > **What you will learn:**
@@ -122,35 +119,72 @@ def notebook_markdown(text: str) -> str:
     >
     > **Read first:** `plot_autograd`.
     <BLANKLINE>
-    Prose.
     """
-
-    def box(match: re.Match) -> str:
-        options = re.split(
-            r"^:([\w-]+):[ \t]*", textwrap.dedent(match.group(1)), flags=re.MULTILINE
-        )
-        lines = ["> **Before you start**"]
-        for key, raw in zip(options[1::2], options[2::2], strict=True):
-            value = ROLE.sub(_role_to_markdown, raw)
-            label = f"**{PARTS.get(key, key)}:**"
-            if value.lstrip().startswith("- "):  # a list: one Markdown item per point
-                items = re.split(r"^\s*- ", value.strip(), flags=re.MULTILINE)
-                lines += [">", f"> {label}", ">"]
-                lines += [f"> - {' '.join(item.split())}" for item in items if item.strip()]
-            else:
-                lines += [">", f"> {label} {' '.join(value.split())}"]
-        return "\n".join(lines) + "\n"
-
-    return BOX_IN_MARKDOWN.sub(box, text)
+    fields = re.split(r"^:([\w-]+):[ \t]*", textwrap.dedent(options), flags=re.MULTILINE)
+    lines = ["> **Before you start**"]
+    for key, raw in zip(fields[1::2], fields[2::2], strict=True):
+        value = ROLE.sub(_role_to_markdown, raw)
+        label = f"**{PARTS.get(key, key)}:**"
+        if value.lstrip().startswith("- "):  # a list: one Markdown item per point
+            items = re.split(r"^\s*- ", value.strip(), flags=re.MULTILINE)
+            lines += [">", f"> {label}", ">"]
+            lines += [f"> - {' '.join(item.split())}" for item in items if item.strip()]
+        else:
+            lines += [">", f"> {label} {' '.join(value.split())}"]
+    return "\n".join(lines) + "\n"
 
 
-def rewrite_notebooks(app) -> None:
-    """Rewrite the box in every notebook sphinx-gallery wrote, and the zips that hold them.
+def page_notebook(script: Path, gallery_conf: dict) -> dict | None:
+    """A gallery page's notebook, made from its script with its box as a Markdown cell.
 
-    Runs after sphinx-gallery wrote the notebooks and zipped each with its script (one
-    zip per page, and one of all the notebooks when ``download_all_examples`` is set).
+    sphinx-gallery converts a page's reST to Markdown with ``rst2md``, which leaves a
+    directive it does not know as raw reST. Here the notebook is made by sphinx-gallery's
+    own notebook API (:func:`sphinx_gallery.notebook.jupyter_notebook`) from the script's
+    blocks, cleaned as sphinx-gallery cleans them for its notebook (hidden blocks and
+    config comments out), with the box lifted out of the docstring: the title, the box
+    (:func:`box_markdown`) and the rest of the docstring are three Markdown cells.
+    ``None`` when the page states no box (sphinx-gallery's own notebook is then right).
+    """
+    from sphinx_gallery import py_source_parser as parser  # noqa: PLC0415  (docs-only)
+    from sphinx_gallery.notebook import jupyter_notebook  # noqa: PLC0415
+
+    _, blocks = parser.split_code_and_text_blocks(script)
+    blocks = [
+        parser.Block(kind, parser.remove_ignore_blocks(content), line)
+        for kind, content, line in blocks
+    ]
+    if gallery_conf.get("remove_config_comments"):
+        blocks = [
+            parser.Block(kind, parser.remove_config_comments(content), line)
+            for kind, content, line in blocks
+        ]
+    if blocks[-1].content.isspace():
+        blocks = blocks[:-1]
+    docstring = blocks[0]
+    box = BOX_IN_RST.search(docstring.content)
+    if box is None:
+        return None
+    head = parser.Block("text", docstring.content[: box.start()], docstring.lineno)
+    tail = parser.Block("text", docstring.content[box.end() :], docstring.lineno)
+    split = [head, tail] if tail.content.strip() else [head]
+    notebook = jupyter_notebook([*split, *blocks[1:]], gallery_conf, script.parent)
+    cells = notebook["cells"]
+    title = next(i for i, cell in enumerate(cells) if cell["cell_type"] == "markdown")
+    box_cell = {"cell_type": "markdown", "metadata": {}, "source": [box_markdown(box.group(1))]}
+    cells.insert(title + 1, box_cell)
+    return notebook
+
+
+def write_notebooks(app) -> None:
+    """Make the notebook of every gallery page that states a box, and the zips that hold it.
+
+    Runs after sphinx-gallery generated the gallery (its notebooks, and one zip of
+    script and notebook per page, and one of all notebooks when
+    ``download_all_examples`` is set). A notebook is written only when it differs
+    from the one on disk, so an unchanged page keeps its files as they were.
     """
     from sphinx_gallery.downloads import generate_zipfiles  # noqa: PLC0415  (docs-only)
+    from sphinx_gallery.notebook import save_notebook  # noqa: PLC0415
     from sphinx_gallery.utils import zip_files  # noqa: PLC0415
 
     gallery_conf = getattr(app.config, "sphinx_gallery_conf", None)
@@ -158,21 +192,16 @@ def rewrite_notebooks(app) -> None:
         return
     changed = False
     for path in sorted(generated_dir(app).glob("**/*.ipynb")):
-        notebook = json.loads(path.read_text(encoding="utf-8"))
-        edited = False
-        for cell in notebook.get("cells", []):
-            source = cell["source"]
-            text = "".join(source) if isinstance(source, list) else source
-            if cell["cell_type"] == "markdown" and BOX_IN_MARKDOWN.search(text):
-                rewritten = notebook_markdown(text)
-                cell["source"] = [rewritten] if isinstance(source, list) else rewritten
-                edited = True
-        if not edited:
+        script = path.with_suffix(".py")
+        if not script.is_file():
+            continue
+        notebook = page_notebook(script, gallery_conf)
+        if notebook is None or json.loads(path.read_text(encoding="utf-8")) == notebook:
             continue
         changed = True
-        path.write_text(json.dumps(notebook, indent=2), encoding="utf-8")  # as sphinx-gallery
-        archive, script = path.with_suffix(".zip"), path.with_suffix(".py")
-        if archive.is_file() and script.is_file():
+        save_notebook(notebook, path)
+        archive = path.with_suffix(".zip")
+        if archive.is_file():
             zip_files([script, path], archive, path.parent)
     if changed and gallery_conf.get("download_all_examples"):
         generate_zipfiles(generated_dir(app), app.srcdir, gallery_conf)
@@ -181,4 +210,4 @@ def rewrite_notebooks(app) -> None:
 def setup(app) -> None:
     app.add_directive("effpt-before-you-start", BeforeYouStart)
     # After sphinx-gallery's own builder-inited handler (priority 500) wrote the notebooks.
-    app.connect("builder-inited", rewrite_notebooks, priority=900)
+    app.connect("builder-inited", write_notebooks, priority=900)

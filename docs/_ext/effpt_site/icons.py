@@ -8,6 +8,10 @@ are exactly the glyphs needed; fontTools' subsetter writes each font with only t
 and the stylesheet's ``@font-face`` rules point at the small fonts. Reading and writing
 WOFF2 needs the ``brotli`` module (the ``assets`` dependency group); without it the
 full fonts stay, and the build says so.
+
+The cut fonts are new files beside the theme's, and the ``@font-face`` addresses change
+in the site's stylesheet as :mod:`effpt_site.assets` composes it, before it is written:
+no font or stylesheet the build wrote is edited.
 """
 
 from __future__ import annotations

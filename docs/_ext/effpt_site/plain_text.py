@@ -9,6 +9,9 @@ page with its description and the address of its text copy.
 No extension on PyPI fits: sphinx-llms-txt concatenates the reST *sources*, which hold
 neither a gallery page's executed output (in the sources only after sphinx-gallery ran,
 but never translated) nor the Chinese text.
+
+Both are new files written from the doctrees (never from the HTML), and no HTML page is
+edited.
 """
 
 from __future__ import annotations
