@@ -32,6 +32,7 @@ extensions = [
     "sphinx.ext.viewcode",
     "sphinx_copybutton",
     "sphinx_gallery.gen_gallery",
+    "sphinxext.opengraph",
     "effpt_site",
 ]
 
@@ -53,6 +54,12 @@ html_static_path = ["_static"]
 templates_path = ["_templates"]
 # The hosted site: every page's canonical link and the sitemap's addresses.
 html_baseurl = "https://effpt.github.io/effpt/"
+# Open Graph tags for link previews (sphinxext-opengraph). Their address is html_baseurl's
+# and their description each page's summary (docs/_ext/effpt_site/seo.py). No drawn
+# social cards: the font they are drawn in has no Chinese characters. The template writes
+# the description meta tag, also on pages the library leaves alone (the index, search).
+ogp_social_cards = {"enable": False}
+ogp_enable_meta_description = False
 REPOSITORY = "https://github.com/effpt/effpt"
 #: Where "Report a problem" opens an issue, and whose branch Colab opens notebooks from.
 effpt_repository = REPOSITORY
