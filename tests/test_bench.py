@@ -70,7 +70,8 @@ def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
     long, short = records
     assert long.median_s > short.median_s
     assert long.baseline == short.baseline == "long"
-    assert long.machine.kind == "cpu" and "CPU" in long.machine.name
+    assert long.machine.kind == "cpu"
+    assert "CPU" in long.machine.name
     saved = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["variant"] for r in saved] == ["long", "short"]
     assert saved[0]["machine"] == long.machine.to_dict()
@@ -306,7 +307,6 @@ def test_names_that_are_not_strings_are_refused_before_timing(task, variants, ma
     assert calls == []
 
 
-
 def test_a_record_needs_a_machine_not_a_line():
-    with pytest.raises(TypeError, match="machine must be an effpt.device.Machine, got str"):
+    with pytest.raises(TypeError, match=r"machine must be an effpt\.device\.Machine, got str"):
         bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "x86_64 CPU · torch 2.13.0")

@@ -96,7 +96,12 @@ def test_a_machine_is_fields_and_prints_as_describe(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.version, "cuda", "12.8")
     gpu = dev.this_machine("cuda")
-    assert (gpu.kind, gpu.name, gpu.threads, gpu.cuda) == ("cuda", "NVIDIA H100 80GB HBM3", None, "12.8")
+    assert (gpu.kind, gpu.name, gpu.threads, gpu.cuda) == (
+        "cuda",
+        "NVIDIA H100 80GB HBM3",
+        None,
+        "12.8",
+    )
     assert str(gpu) == dev.describe("cuda")
 
 
@@ -115,7 +120,7 @@ def test_a_machine_is_fields_and_prints_as_describe(monkeypatch):
     ],
 )
 def test_a_bad_machine_names_its_field(data, error):
-    with pytest.raises(ValueError, match=error):
+    with pytest.raises((TypeError, ValueError), match=error):
         dev.Machine.from_dict(data)
 
 
@@ -137,5 +142,5 @@ def test_an_old_files_machine_line_reads_back_to_the_same_line(line):
     "line", ["x86_64 CPU, 2 threads", "NVIDIA H100 · CUDA 13.0", "NVIDIA H100 · torch 2.13.0", ""]
 )
 def test_a_line_describe_never_writes_is_rejected(line):
-    with pytest.raises(ValueError, match="is not one that effpt.device.describe"):
+    with pytest.raises(ValueError, match=r"is not one that effpt\.device\.describe"):
         dev.Machine.read(line)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from effpt.device import Machine
+from effpt.machine import Machine
 
 __all__ = [
     "RECORDS_ENV",
@@ -323,9 +323,9 @@ def _checked_record(data: object) -> Record:
         raise ValueError(msg)
     try:  # a record written before machines had fields stores describe()'s line
         machine = Machine.read(data["machine"])
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         msg = f"field 'machine': {exc}"
-        raise ValueError(msg) from None
+        raise type(exc)(msg) from None
     for name, kind in kinds.items():
         if name == "machine":
             continue

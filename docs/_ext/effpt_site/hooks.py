@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from effpt.device import describe
+from effpt.device import this_machine
 from effpt.expect import EXPECTATIONS_ENV
 from effpt.records import RECORDS_ENV
 from effpt_site.layout import STAMP_SUFFIX, expectations_dir, records_dir
@@ -158,7 +158,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         os.environ[EXPECTATIONS_ENV] = str(expected / f"{stem}.jsonl")
         stamp = {
             "executed_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": describe(),
+            "machine": this_machine().to_dict(),
         }
         (folder / f"{stem}{STAMP_SUFFIX}").write_text(json.dumps(stamp), encoding="utf-8")
 
@@ -174,7 +174,7 @@ def _stamp_device_used(gallery_conf: dict[str, Any], stem: str) -> None:
         return
     stamp = json.loads(path.read_text(encoding="utf-8"))
     used_cuda = torch.cuda.max_memory_allocated() > 0
-    stamp["machine"] = describe("cuda" if used_cuda else "cpu")
+    stamp["machine"] = this_machine("cuda" if used_cuda else "cpu").to_dict()
     path.write_text(json.dumps(stamp), encoding="utf-8")
 
 

@@ -20,6 +20,7 @@ from docutils.parsers.rst import Directive, directives
 from sphinx.errors import ExtensionError
 
 import effpt
+from effpt.machine import Machine
 from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import STAMP_SUFFIX, example_pages, examples_dir, generated_dir
 
@@ -149,7 +150,9 @@ def freshness(app, docname: str, source: list[str]) -> None:
         # In a --no-exec build the page shows its last execution's output: this stamp.
         stamp = json.loads(stamp_file.read_text(encoding="utf-8"))
         options.update(
-            when=stamp["executed_at"], machine=stamp["machine"], seconds=f"{seconds:.1f}"
+            when=stamp["executed_at"],
+            machine=str(Machine.in_file(stamp, stamp_file)),
+            seconds=f"{seconds:.1f}",
         )
     elif executing:
         msg = f"{docname}: executed without the site's gallery hook (no {stamp_file.name})"

@@ -27,6 +27,7 @@ import torch
 
 import effpt
 from effpt.device import describe
+from effpt.machine import Machine
 from effpt_site.i18n import language_of, translate
 from effpt_site.layout import STAMP_SUFFIX, example_pages, generated_dir
 
@@ -138,7 +139,7 @@ def page_machine(app, docname: str) -> str:
     if stem is not None:
         stamp = generated_dir(app) / "_records" / f"{stem}{STAMP_SUFFIX}"
         if stamp.is_file():
-            return json.loads(stamp.read_text(encoding="utf-8"))["machine"]
+            return str(Machine.in_file(json.loads(stamp.read_text(encoding="utf-8")), stamp))
     return build_machine()
 
 
