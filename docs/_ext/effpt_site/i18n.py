@@ -81,7 +81,6 @@ MESSAGES: dict[str, dict[str, str]] = {
         ": ": "：",
         "Show or hide this section's pages": "展开或收起本节的页面",
         "Built on {day} on {where}, with {torch}.": "本站的这份副本于 {day} 在 {where} 上构建，使用 {torch}。",
-        "Built on {day} on {where}.": "本站的这份副本于 {day} 在 {where} 上构建。",
         # the execution-times page
         "No example has been executed in this build tree.": "本构建目录中还没有执行过任何示例。",
         "The whole gallery ran in **{total} s**; the slowest page is {page} at **{seconds} s**.": (
