@@ -308,5 +308,5 @@ def test_names_that_are_not_strings_are_refused_before_timing(task, variants, ma
 
 
 def test_a_record_needs_a_machine_not_a_line():
-    with pytest.raises(TypeError, match=r"machine must be an effpt\.device\.Machine, got str"):
+    with pytest.raises(TypeError, match=r"machine must be an effpt\.machine\.Machine, got str"):
         bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "x86_64 CPU · torch 2.13.0")

@@ -17,7 +17,6 @@ from effpt.machine import Machine
 
 __all__ = [
     "DEVICE_CHOICES",
-    "Machine",
     "autocast_dtype",
     "available_devices",
     "describe",
@@ -167,7 +166,7 @@ def _cpu_name() -> str:
 
 
 def this_machine(device: torch.device | str | None = None) -> Machine:
-    """The :class:`Machine` that ``device`` (default: :func:`pick_device`) is on.
+    """The :class:`~effpt.machine.Machine` that ``device`` (default: :func:`pick_device`) is on.
 
     Examples
     --------

@@ -23,7 +23,8 @@ class Machine:
     device type such as ``"meta"``); ``name`` names the processor or GPU as printed
     (``"x86_64 CPU (AMD EPYC 9B14)"``, ``"NVIDIA H100 80GB HBM3"``); ``threads`` is the
     CPU's thread count (CPU only), ``cuda`` the CUDA version torch was built with (CUDA
-    only), ``torch`` torch's version. ``str()`` gives the line :func:`describe` prints.
+    only), ``torch`` torch's version. ``str()`` gives the line that
+    :func:`~effpt.device.describe` prints.
 
     Examples
     --------
@@ -115,10 +116,10 @@ class Machine:
 
     @classmethod
     def from_text(cls, text: str) -> Machine:
-        """The machine a line of :func:`describe` names, for files written before the fields.
+        """The machine a line of :func:`~effpt.device.describe` names, for files written before the fields.
 
         Stamps, records and torch-matrix files once stored only that line; this reads
-        them. A line that is not one :func:`describe` writes raises ValueError.
+        them. A line that is not one :func:`~effpt.device.describe` writes raises ValueError.
 
         Examples
         --------

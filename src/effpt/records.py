@@ -38,7 +38,7 @@ RECORDS_ENV = "EFFPT_RECORDS_FILE"
 class Record:
     """One measured variant of one task: median and quartiles of seconds per call.
 
-    ``machine`` is the :class:`effpt.device.Machine` it ran on; in JSON, its fields.
+    ``machine`` is the :class:`effpt.machine.Machine` it ran on; in JSON, its fields.
     """
 
     task: str
@@ -54,7 +54,7 @@ class Record:
 
     def __post_init__(self) -> None:
         if not isinstance(self.machine, Machine):
-            msg = f"machine must be an effpt.device.Machine, got {type(self.machine).__name__}"
+            msg = f"machine must be an effpt.machine.Machine, got {type(self.machine).__name__}"
             raise TypeError(msg)
 
     def to_dict(self) -> dict[str, Any]:
