@@ -70,7 +70,7 @@ class Machine:
 
     @property
     def hardware(self) -> str:
-        """The processor or GPU, with a CPU's thread count: ``"x86_64 CPU, 2 threads"``."""
+        """The processor or GPU and, on a CPU, its thread count, e.g. ``"x86_64 CPU, 2 threads"``."""
         if self.threads is None:
             return self.name
         return f"{self.name}, {self.threads} thread{'s' if self.threads != 1 else ''}"
