@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from effpt import bench
+from effpt.device import this_machine
 
 
 def test_median_and_iqr_of_known_values():
@@ -69,9 +70,11 @@ def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
     long, short = records
     assert long.median_s > short.median_s
     assert long.baseline == short.baseline == "long"
-    assert "CPU" in long.machine
+    assert long.machine.kind == "cpu"
+    assert "CPU" in long.machine.name
     saved = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["variant"] for r in saved] == ["long", "short"]
+    assert saved[0]["machine"] == long.machine.to_dict()
 
 
 def test_compare_names_the_variant_that_raised():
@@ -142,13 +145,14 @@ def test_format_seconds_rounds_before_choosing_the_unit(seconds, text):
 
 
 def test_format_table_survives_a_zero_median():
+    cpu = this_machine("cpu")
     rows = [
-        bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "cpu"),
-        bench.Record("t", "b", 0.0, 0.0, 0.0, 0.0, 5, 1, "a", "cpu"),
+        bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", cpu),
+        bench.Record("t", "b", 0.0, 0.0, 0.0, 0.0, 5, 1, "a", cpu),
     ]
     assert "n/a (median is 0)" in bench.format_table(rows)
-    zero_baseline = [bench.Record("t", "a", 0.0, 0.0, 0.0, 0.0, 5, 1, "a", "cpu"), rows[0]]
-    zero_baseline[1] = bench.Record("t", "b", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "cpu")
+    zero_baseline = [bench.Record("t", "a", 0.0, 0.0, 0.0, 0.0, 5, 1, "a", cpu), rows[0]]
+    zero_baseline[1] = bench.Record("t", "b", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", cpu)
     assert "n/a (median is 0)" in bench.format_table(zero_baseline)
 
 
@@ -301,3 +305,8 @@ def test_names_that_are_not_strings_are_refused_before_timing(task, variants, ma
     with pytest.raises(TypeError, match=match):
         bench.compare(task, variants, repeats=1, show=False)
     assert calls == []
+
+
+def test_a_record_needs_a_machine_not_a_line():
+    with pytest.raises(TypeError, match=r"machine must be an effpt\.machine\.Machine, got str"):
+        bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "x86_64 CPU · torch 2.13.0")

@@ -85,3 +85,62 @@ def test_describe_names_devices_it_does_not_know_instead_of_the_cpu(name):
     assert "CPU" not in line
     assert name in line
     assert line.endswith(f" · torch {dev.torch_version()}")
+
+
+def test_a_machine_is_fields_and_prints_as_describe(monkeypatch):
+    monkeypatch.setattr(dev, "_cpu_name", lambda: "Test CPU 9000")
+    cpu = dev.this_machine("cpu")
+    assert (cpu.kind, cpu.threads, cpu.cuda) == ("cpu", torch.get_num_threads(), None)
+    assert str(cpu) == dev.describe("cpu")
+    assert dev.Machine.from_dict(cpu.to_dict()) == cpu
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    gpu = dev.this_machine("cuda")
+    assert (gpu.kind, gpu.name, gpu.threads, gpu.cuda) == (
+        "cuda",
+        "NVIDIA H100 80GB HBM3",
+        None,
+        "12.8",
+    )
+    assert str(gpu) == dev.describe("cuda")
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ("x86_64 CPU", "not a JSON object|machine must be"),
+        ({"kind": "cpu", "name": "x", "threads": 2, "cuda": None}, r"missing fields \['torch'\]"),
+        (
+            {"kind": "cpu", "name": "x", "threads": 2, "cuda": None, "torch": "2.6", "gpu": 1},
+            r"unknown fields \['gpu'\]",
+        ),
+        ({"kind": "cpu", "name": "x", "threads": "2", "cuda": None, "torch": "2.6"}, "'threads'"),
+        ({"kind": "cuda", "name": "x", "threads": None, "cuda": None, "torch": "2.6"}, "'cuda'"),
+        ({"kind": "mps", "name": "", "threads": None, "cuda": None, "torch": "2.6"}, "'name'"),
+    ],
+)
+def test_a_bad_machine_names_its_field(data, error):
+    with pytest.raises((TypeError, ValueError), match=error):
+        dev.Machine.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "x86_64 CPU (Intel(R) Xeon(R) Processor), 2 threads · torch 2.6.0",
+        "x86_64 CPU, 1 thread · torch 2.13.0",
+        "NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0",
+        "Apple arm64 GPU (MPS) · torch 2.13.0",
+        "meta device · torch 2.13.0",
+    ],
+)
+def test_an_old_files_machine_line_reads_back_to_the_same_line(line):
+    assert str(dev.Machine.read(line)) == line
+
+
+@pytest.mark.parametrize(
+    "line", ["x86_64 CPU, 2 threads", "NVIDIA H100 · CUDA 13.0", "NVIDIA H100 · torch 2.13.0", ""]
+)
+def test_a_line_describe_never_writes_is_rejected(line):
+    with pytest.raises(ValueError, match=r"is not one that effpt\.device\.describe"):
+        dev.Machine.read(line)

@@ -124,3 +124,24 @@ def test_a_listed_script_that_does_not_exist_stops_the_build(tmp_path):
         reading_order(tmp_path)
     (tmp_path / "plot_gone.py").write_text('"""\nGone\n====\n"""\n')
     assert reading_order(tmp_path) == ["plot_a.py", "plot_gone.py"]
+
+
+def test_a_pages_stamp_stores_the_machines_fields(conf, monkeypatch):
+    import json
+
+    from effpt.device import this_machine
+    from effpt.machine import Machine
+
+    gallery.reset_state(conf, "examples/fam/plot_a.py")
+    gallery.reset_state(conf, "examples/fam/plot_a.py", when="after")
+    stamp = gallery.records_dir(conf) / "plot_a.stamp.json"
+    data = json.loads(stamp.read_text(encoding="utf-8"))
+    assert data["machine"] == this_machine().to_dict()
+    # On a GPU build, a page that allocated CUDA memory is stamped with the GPU's fields.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 1024)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    gallery._stamp_device_used(conf, "plot_a")
+    machine = Machine.in_file(json.loads(stamp.read_text(encoding="utf-8")), stamp)
+    assert (machine.kind, machine.name, machine.cuda) == ("cuda", "NVIDIA H100 80GB HBM3", "12.8")

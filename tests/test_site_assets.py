@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 from docutils import nodes
 
+from effpt.machine import Machine
 from effpt_site import assets, cards, cssprune, icons, images, seo
 
 # -- cssprune ------------------------------------------------------------------------------
@@ -321,20 +322,42 @@ def _build_stamp():
     ("machine", "expected"),
     [
         (
-            "x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0",
+            Machine("cpu", "x86_64 CPU (AMD EPYC)", 2, None, "2.13.0"),
             "Built on 2026-11-21 on an x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0.",
         ),
         (
-            "NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch 2.13.0",
+            Machine("cuda", "NVIDIA H100 80GB HBM3", None, "13.0", "2.13.0"),
             "Built on 2026-11-21 on an NVIDIA H100 80GB HBM3 (CUDA 13.0), with torch 2.13.0.",
         ),
         (
-            "Apple arm64 GPU (MPS) · torch 2.13.0",
+            Machine("mps", "Apple arm64 GPU (MPS)", None, None, "2.13.0"),
             "Built on 2026-11-21 on an Apple arm64 GPU (MPS), with torch 2.13.0.",
         ),
-        ("meta device · torch 2.13.0", "Built on 2026-11-21 on a meta device, with torch 2.13.0."),
+        (
+            Machine("meta", "meta device", None, None, "2.13.0"),
+            "Built on 2026-11-21 on a meta device, with torch 2.13.0.",
+        ),
+        (
+            Machine("cpu", "x86_64 CPU", 1, None, "2.6.0"),
+            "Built on 2026-11-21 on an x86_64 CPU, 1 thread, with torch 2.6.0.",
+        ),
     ],
 )
 def test_build_stamp_reads_naturally(machine, expected):
     day = datetime(2026, 11, 21, tzinfo=timezone.utc)
     assert _build_stamp()(machine, day) == expected
+
+
+def test_a_cuda_builds_stamp_names_the_gpu_and_its_cuda(monkeypatch):
+    import torch
+
+    from effpt import device
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    day = datetime(2026, 11, 21, tzinfo=timezone.utc)
+    stamp = cards.build_stamp(device.this_machine("cuda"), day)
+    assert stamp == (
+        "Built on 2026-11-21 on an NVIDIA H100 80GB HBM3 (CUDA 12.8), "
+        f"with torch {device.torch_version()}."
+    )

@@ -10,7 +10,11 @@ from types import SimpleNamespace
 import pytest
 from sphinx.errors import ExtensionError
 
+from effpt.machine import Machine
 from effpt_site import claims, measurements, page_checks
+
+CPU = Machine("cpu", "x86_64 CPU", 2, None, "2.13.0")
+H100 = Machine("cuda", "NVIDIA H100 80GB HBM3", None, "12.8", "2.13.0")
 
 GOOD = {
     "task": "t",
@@ -22,7 +26,7 @@ GOOD = {
     "repeats": 3,
     "number": 10,
     "baseline": "v",
-    "machine": "cpu",
+    "machine": CPU.to_dict(),
 }
 
 
@@ -62,6 +66,8 @@ def test_valid_records_load_with_their_page(app):
         json.dumps({k: v for k, v in GOOD.items() if k != "median_s"}),
         json.dumps({**GOOD, "median_s": "fast"}),
         json.dumps({**GOOD, "median_s": -1.0}),
+        json.dumps({**GOOD, "machine": {**CPU.to_dict(), "threads": None}}),
+        json.dumps({**GOOD, "machine": "a fast box"}),
     ],
 )
 def test_malformed_record_fails_naming_the_file(app, line):
@@ -170,7 +176,7 @@ def _claim(task, fast="fast", device="cpu"):
 
 
 def _rows(*specs):
-    base = {**GOOD, "baseline": "slow", "machine": "x86_64 CPU, 2 threads · torch 2.13.0"}
+    base = {**GOOD, "baseline": "slow", "machine": CPU}
     return [
         measurements._Row(
             **{**base, "task": t, "variant": v, "median_s": m, "q1_s": lo, "q3_s": hi},
@@ -234,10 +240,15 @@ def test_compat_matrix_sorts_versions_and_diffs_only_real_changes(tmp_path):
         "2.15.0": "loss 0.26\nstep 1.90 ms, 4.1× (4.0–4.2) faster\n",
     }
     for version, output in outputs.items():
-        run = {"torch": version, "pages": {"plot_a": {"ok": True, "output": output}}}
+        run = {
+            "torch": version,
+            "machine": CPU.to_dict(),
+            "pages": {"plot_a": {"ok": True, "output": output}},
+        }
         (folder / f"torch-{version}.json").write_text(json.dumps(run))
     runs = compat.load_matrix(tmp_path)
     assert [r["torch"] for r in runs] == ["2.6.0", "2.13.0", "2.15.0"]
+    assert {r["machine"] for r in runs} == {CPU}
     assert compat._diff(runs[0], runs[1], "plot_a") == ""  # only timings changed
     assert "-loss 0.25\n+loss 0.26" in compat._diff(runs[1], runs[2], "plot_a")
 
@@ -311,10 +322,7 @@ def test_a_claim_timed_on_its_source_device_too_is_judged_there(monkeypatch):
     monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cpu")])
     cpu_rows = _rows(("t", "slow", 1.0, 0.99, 1.01), ("t", "fast", 0.1, 0.099, 0.101))
     gpu_rows = _rows(("t", "slow", 0.01, 0.0099, 0.0101), ("t", "fast", 0.01, 0.0099, 0.0101))
-    gpu_rows = [
-        dataclasses.replace(row, machine="NVIDIA H100 (CUDA 12.8) · torch 2.13.0")
-        for row in gpu_rows
-    ]
+    gpu_rows = [dataclasses.replace(row, machine=H100) for row in gpu_rows]
     text = "\n".join(measurements.claim_lines(cpu_rows + gpu_rows))
     assert "10.0× (9.8–10.2) on x86_64 CPU" in text
     assert "not comparable" not in text
@@ -337,3 +345,73 @@ def test_outputs_loads_alone_as_the_archive_does_and_reads_every_stamp(tmp_path)
     (tmp_path / "auto" / "fam").mkdir()
     (tmp_path / "auto" / "fam" / "plot_a.cost.json").write_text('{"time": 3.5, "memory": 0}')
     assert alone.read_cost(tmp_path, "auto/fam/plot_a").seconds == 3.5
+
+
+def test_a_cuda_record_is_classed_as_cuda_from_its_fields(app, monkeypatch):
+    write_records(app, "plot_a", [json.dumps({**GOOD, "machine": H100.to_dict()})])
+    (row,) = measurements.load_records(app)
+    assert row.machine == H100
+    assert measurements._device_class(row.machine) == "cuda"
+    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cpu")])
+    gpu_row = dataclasses.replace(_rows(("t", "slow", 1.0, 0.99, 1.01))[0], machine=H100)
+    text = "\n".join(measurements.claim_lines([gpu_row]))
+    assert "this build ran on NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0" in text
+
+
+def test_a_record_written_before_machines_had_fields_still_loads(app):
+    line = "x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0"
+    write_records(app, "plot_a", [json.dumps({**GOOD, "machine": line})])
+    (row,) = measurements.load_records(app)
+    assert (row.machine.kind, row.machine.threads, str(row.machine)) == ("cpu", 2, line)
+
+
+def _write_run(folder, version, machine):
+    run = {"torch": version, "machine": machine, "pages": {"plot_a": {"ok": True, "output": ""}}}
+    (folder / f"torch-{version}.json").write_text(json.dumps(run))
+
+
+def test_an_old_compat_file_loads_and_a_gpu_run_is_told_by_its_fields(tmp_path):
+    from effpt_site import compat
+
+    folder = tmp_path / "compat"
+    folder.mkdir()
+    _write_run(folder, "2.6.0", "x86_64 CPU (Intel(R) Xeon(R) Processor), 2 threads · torch 2.6.0")
+    _write_run(folder, "2.13.0", H100.to_dict())
+    old, new = compat.load_matrix(tmp_path)
+    assert old["machine"] == Machine(
+        "cpu", "x86_64 CPU (Intel(R) Xeon(R) Processor)", 2, None, "2.6.0"
+    )
+    assert new["machine"] == H100
+    assert compat.badge_text([old], "plot_a") == "Verified on a CPU with torch 2.6.0"
+    assert (
+        compat.badge_text([old, new], "plot_a") == "Verified on a GPU with torch 2.6.0 and 2.13.0"
+    )
+
+
+@pytest.mark.parametrize(
+    ("machine", "error"),
+    [
+        ({**CPU.to_dict(), "threads": 0}, "'threads' must be a positive int"),
+        ({**H100.to_dict(), "cuda": None}, "'cuda' must be a non-empty str"),
+        ("NVIDIA H100 (CUDA 12.8)", "is not one that effpt.device.describe"),
+    ],
+)
+def test_a_malformed_machine_in_a_compat_file_names_the_file(tmp_path, machine, error):
+    from effpt_site import compat
+
+    folder = tmp_path / "compat"
+    folder.mkdir()
+    _write_run(folder, "2.6.0", machine)
+    path = folder / "torch-2.6.0.json"
+    with pytest.raises(ValueError, match=rf"{path}: field 'machine': .*{error}"):
+        compat.load_matrix(tmp_path)
+
+
+def test_a_compat_file_without_a_machine_names_the_file(tmp_path):
+    from effpt_site import compat
+
+    folder = tmp_path / "compat"
+    folder.mkdir()
+    (folder / "torch-2.6.0.json").write_text(json.dumps({"torch": "2.6.0", "pages": {}}))
+    with pytest.raises(ValueError, match=rf"{folder / 'torch-2.6.0.json'}: no 'machine' field"):
+        compat.load_matrix(tmp_path)

@@ -17,9 +17,12 @@ import pytest
 import yaml
 
 import effpt
+from effpt.machine import Machine
 from effpt_site import reader_links
 from effpt_site.i18n import translate
 from effpt_site.layout import example_pages
+
+H100 = Machine("cuda", "NVIDIA H100 80GB HBM3", None, "13.0", "2.13.0")
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -102,7 +105,7 @@ def test_a_gallery_page_reports_the_machine_of_its_stamp(tmp_path):
     records = tmp_path / "docs" / "auto" / "_records"
     records.mkdir(parents=True)
     (records / "plot_a.stamp.json").write_text(
-        json.dumps({"executed_at": "2026-11-24 20:00 UTC", "machine": "NVIDIA H100 · CUDA 13.0"}),
+        json.dumps({"executed_at": "2026-11-24 20:00 UTC", "machine": H100.to_dict()}),
         encoding="utf-8",
     )
     config = SimpleNamespace(
@@ -110,9 +113,14 @@ def test_a_gallery_page_reports_the_machine_of_its_stamp(tmp_path):
         effpt_families=["fam"],
     )
     app = SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
-    assert reader_links.page_machine(app, "auto/fam/plot_a") == "NVIDIA H100 · CUDA 13.0"
+    assert reader_links.page_machine(app, "auto/fam/plot_a") == str(H100)
     # Any other page names the machine that built the site.
     assert reader_links.page_machine(app, "index") == reader_links.build_machine()
+    # A stamp whose machine lacks a field fails naming the stamp.
+    stamp = records / "plot_a.stamp.json"
+    stamp.write_text(json.dumps({"executed_at": "x", "machine": {"kind": "cuda"}}))
+    with pytest.raises(ValueError, match=rf"{stamp}: field 'machine': machine: missing fields"):
+        reader_links.page_machine(app, "auto/fam/plot_a")
 
 
 @pytest.mark.parametrize(

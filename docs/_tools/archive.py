@@ -83,6 +83,16 @@ def _layout(root: Path, name: str = "layout"):
     return layout
 
 
+def _machine_class(root: Path):
+    """effpt.machine.Machine, loaded alone: this tool's environment has no effpt or torch."""
+    path = root / "src" / "effpt" / "machine.py"
+    spec = importlib.util.spec_from_file_location("effpt_machine", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while building one
+    spec.loader.exec_module(module)
+    return module.Machine
+
+
 def _title(script: Path) -> str:
     docstring = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
     lines = [line.strip() for line in docstring.splitlines() if line.strip()]
@@ -109,10 +119,13 @@ def pack(root: Path, out: Path, version: str) -> None:
                     raise SystemExit(msg)
                 pages.append((path, f"{top}/pages/{family}/{path.name}"))
             lessons.append(f"       {name:38} {_title(folder / name)}")
+    machine_class = _machine_class(root)
     stamps = []
     conf = {"src_dir": generated.parent, "gallery_dirs": generated.name}
-    for page, data in _layout(root, "outputs").stamps(conf).items():
-        stamps.append(f"  {page:36} ran {data['executed_at']} on {data['machine']}")
+    outputs = _layout(root, "outputs")
+    for page, data in outputs.stamps(conf).items():
+        machine_line = machine_class.in_file(data, outputs.stamp_file(conf, page))
+        stamps.append(f"  {page:36} ran {data['executed_at']} on {machine_line}")
     built_on = info["built"].removeprefix("Built on ").rstrip(".")
     made = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = "\n".join(

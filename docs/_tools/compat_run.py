@@ -99,7 +99,7 @@ def main() -> int:
     out = Path(sys.argv[1])
     import torch  # noqa: PLC0415  (the torch of this environment)
 
-    from effpt.device import describe  # noqa: PLC0415
+    from effpt.device import this_machine  # noqa: PLC0415
 
     wanted = [w for w in os.environ.get("EFFPT_COMPAT_PAGES", "").split(",") if w]
     scripts = [s for s in SCRIPTS if not wanted or any(w in s.stem for w in wanted)]
@@ -126,7 +126,7 @@ def main() -> int:
     data = {
         "torch": torch.__version__.split("+")[0],
         "python": platform.python_version(),
-        "machine": describe("cpu"),
+        "machine": this_machine("cpu").to_dict(),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "unit_tests": units,
         "pages": {s.stem: merged[s.stem] for s in SCRIPTS if s.stem in merged},

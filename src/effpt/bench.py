@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from effpt._validate import check_int, check_positive
-from effpt.device import describe, pick_device
+from effpt.device import pick_device, this_machine
 from effpt.records import (
     RECORDS_ENV,
     Ratio,
@@ -309,7 +309,7 @@ def compare(
             raise TypeError(msg)
     _check_timing_args(repeats, warmup, number, 0.02, budget_s, target_spread)
     dev = pick_device() if device is None else torch.device(device)
-    machine = describe(dev)
+    machine = this_machine(dev)
     names = list(variants)
     numbers, samples = {}, {name: [] for name in names}
     try:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import torch
 
+from effpt.machine import Machine
+
 __all__ = [
     "DEVICE_CHOICES",
     "autocast_dtype",
@@ -20,6 +22,7 @@ __all__ = [
     "describe",
     "device_from_name",
     "pick_device",
+    "this_machine",
 ]
 
 #: Names accepted by :func:`device_from_name` and the ``EFFPT_DEVICE`` variable.
@@ -162,12 +165,38 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def this_machine(device: torch.device | str | None = None) -> Machine:
+    """The :class:`~effpt.machine.Machine` that ``device`` (default: :func:`pick_device`) is on.
+
+    Examples
+    --------
+    >>> m = this_machine("cpu")
+    >>> m.kind, m.threads == torch.get_num_threads(), m.torch == torch_version()
+    ('cpu', True, True)
+    >>> this_machine("meta").name
+    'meta device'
+    """
+    dev = pick_device() if device is None else torch.device(device)
+    if dev.type == "cuda":
+        name = torch.cuda.get_device_name(dev)
+        return Machine("cuda", name, None, str(torch.version.cuda), torch_version())
+    if dev.type == "mps":
+        return Machine("mps", f"Apple {platform.machine()} GPU (MPS)", None, None, torch_version())
+    if dev.type != "cpu":
+        return Machine(dev.type, f"{dev} device", None, None, torch_version())
+    model = _cpu_name()
+    arch = platform.machine()
+    label = f"{arch} CPU" if model in ("", arch) else f"{arch} CPU ({model})"
+    return Machine("cpu", label, torch.get_num_threads(), None, torch_version())
+
+
 def describe(device: torch.device | str | None = None) -> str:
     """Return one line naming the hardware and versions, for stamping pages and records.
 
     For example ``"NVIDIA H100 80GB HBM3 · CUDA 13.0 · torch 2.13.0"`` or
     ``"x86_64 CPU (AMD EPYC 9B14), 2 threads · torch 2.13.0"``. A device type this
     module has no details for (``meta``, ``xpu``, ...) is named as it is, never as the CPU.
+    It is ``str(this_machine(device))``: files store :func:`this_machine`'s fields.
 
     Examples
     --------
@@ -179,16 +208,4 @@ def describe(device: torch.device | str | None = None) -> str:
     >>> describe("meta").startswith("meta device")
     True
     """
-    dev = pick_device() if device is None else torch.device(device)
-    if dev.type == "cuda":
-        name = torch.cuda.get_device_name(dev)
-        return f"{name} · CUDA {torch.version.cuda} · torch {torch_version()}"
-    if dev.type == "mps":
-        return f"Apple {platform.machine()} GPU (MPS) · torch {torch_version()}"
-    if dev.type != "cpu":
-        return f"{dev} device · torch {torch_version()}"
-    threads = torch.get_num_threads()
-    model = _cpu_name()
-    arch = platform.machine()
-    label = f"{arch} CPU" if model in ("", arch) else f"{arch} CPU ({model})"
-    return f"{label}, {threads} thread{'s' if threads != 1 else ''} · torch {torch_version()}"
+    return str(this_machine(device))

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from effpt.machine import Machine
+
 __all__ = [
     "RECORDS_ENV",
     "Ratio",
@@ -34,7 +36,10 @@ RECORDS_ENV = "EFFPT_RECORDS_FILE"
 
 @dataclass(frozen=True)
 class Record:
-    """One measured variant of one task: median and quartiles of seconds per call."""
+    """One measured variant of one task: median and quartiles of seconds per call.
+
+    ``machine`` is the :class:`effpt.machine.Machine` it ran on; in JSON, its fields.
+    """
 
     task: str
     variant: str
@@ -45,11 +50,16 @@ class Record:
     repeats: int
     number: int
     baseline: str
-    machine: str
+    machine: Machine
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.machine, Machine):
+            msg = f"machine must be an effpt.machine.Machine, got {type(self.machine).__name__}"
+            raise TypeError(msg)
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as a JSON-ready dict."""
-        return asdict(self)
+        """The record as a JSON-ready dict, its machine as the machine's fields."""
+        return {**asdict(self), "machine": self.machine.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -256,10 +266,12 @@ def format_table(records: Sequence[Record]) -> str:
 
     Examples
     --------
-    >>> rows = [Record("t", "slow", 2e-3, 1e-4, 1.95e-3, 2.05e-3, 5, 1, "slow", "cpu"),
-    ...         Record("t", "fast", 5e-4, 2e-5, 4.9e-4, 5.1e-4, 5, 1, "slow", "cpu"),
-    ...         Record("t", "same", 2e-3, 4e-4, 1.8e-3, 2.2e-3, 5, 1, "slow", "cpu"),
-    ...         Record("t", "broken", 0.0, 0.0, 0.0, 0.0, 5, 1, "slow", "cpu")]
+    >>> from effpt.device import this_machine
+    >>> cpu = this_machine("cpu")
+    >>> rows = [Record("t", "slow", 2e-3, 1e-4, 1.95e-3, 2.05e-3, 5, 1, "slow", cpu),
+    ...         Record("t", "fast", 5e-4, 2e-5, 4.9e-4, 5.1e-4, 5, 1, "slow", cpu),
+    ...         Record("t", "same", 2e-3, 4e-4, 1.8e-3, 2.2e-3, 5, 1, "slow", cpu),
+    ...         Record("t", "broken", 0.0, 0.0, 0.0, 0.0, 5, 1, "slow", cpu)]
     >>> print(format_table(rows))
     t              median       IQR  speed-up over slow
     slow          2.00 ms    100 µs  (baseline)
@@ -309,7 +321,14 @@ def _checked_record(data: object) -> Record:
     if missing or extra:
         msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
         raise ValueError(msg)
+    try:  # a record written before machines had fields stores describe()'s line
+        machine = Machine.read(data["machine"])
+    except (TypeError, ValueError) as exc:
+        msg = f"field 'machine': {exc}"
+        raise type(exc)(msg) from None
     for name, kind in kinds.items():
+        if name == "machine":
+            continue
         wanted = (int, float) if kind == "float" else {"int": int, "str": str}[kind]
         if not isinstance(data[name], wanted) or isinstance(data[name], bool):
             msg = f"field {name!r} is {type(data[name]).__name__}, not {kind}"
@@ -321,7 +340,7 @@ def _checked_record(data: object) -> Record:
     if not data["q1_s"] <= data["median_s"] <= data["q3_s"]:
         msg = "quartiles out of order: expected q1_s <= median_s <= q3_s"
         raise ValueError(msg)
-    return Record(**data)
+    return Record(**{**data, "machine": machine})
 
 
 def read_records(path: str | os.PathLike[str]) -> list[Record]:
@@ -334,10 +353,16 @@ def read_records(path: str | os.PathLike[str]) -> list[Record]:
     --------
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "page.jsonl"
-    >>> good = Record("sum", "loop", 2e-3, 1e-4, 1.9e-3, 2.0e-3, 5, 10, "loop", "cpu")
+    >>> from effpt.device import this_machine
+    >>> good = Record("sum", "loop", 2e-3, 1e-4, 1.9e-3, 2.0e-3, 5, 10, "loop", this_machine("cpu"))
     >>> _ = p.write_text(json.dumps(good.to_dict()) + "\\n")
     >>> read_records(p) == [good]
     True
+    >>> _ = p.write_text(json.dumps({**good.to_dict(), "machine": {"kind": "cpu"}}) + "\\n")
+    >>> read_records(p)
+    Traceback (most recent call last):
+    ...
+    ValueError: malformed measurement record .../page.jsonl:1: field 'machine': machine: missing fields ['cuda', 'name', 'threads', 'torch']
     >>> _ = p.write_text(json.dumps({**good.to_dict(), "q1_s": 3e-3}) + "\\n")
     >>> read_records(p)
     Traceback (most recent call last):

@@ -19,7 +19,8 @@ from sphinx import addnodes
 from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
-from effpt.device import describe
+from effpt.device import this_machine
+from effpt.machine import Machine
 from effpt_site.i18n import freeze, language_of, lookup, translate
 from effpt_site.images import card_picture
 from effpt_site.layout import family_dirs, generated_dir, header_title_and_intro, reading_order
@@ -83,36 +84,31 @@ def family_picture(images: Path, order: list[str]) -> Path | None:
     return None
 
 
-def build_stamp(machine: str, day: datetime, language: str = "en") -> str:
-    """One sentence saying when and on what this copy was built, from ``describe()``.
+def build_stamp(machine: Machine, day: datetime, language: str = "en") -> str:
+    """One sentence saying when and on what this copy was built, from its :class:`Machine`.
 
-    ``"x86_64 CPU (AMD EPYC), 2 threads · torch 2.13.0"`` becomes "Built on 2026-11-21
-    on an x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0"; a GPU's CUDA version
-    goes in brackets after its name.
+    An x86_64 CPU with 2 threads and torch 2.13.0 becomes "Built on 2026-11-21 on an
+    x86_64 CPU (AMD EPYC), 2 threads, with torch 2.13.0"; a GPU's CUDA version goes in
+    brackets after its name.
 
     Examples
     --------
     >>> from datetime import datetime
-    >>> build_stamp("x86_64 CPU, 2 threads · torch 2.13.0", datetime(2026, 11, 21), "zh_CN")
+    >>> cpu = Machine("cpu", "x86_64 CPU", 2, None, "2.13.0")
+    >>> build_stamp(cpu, datetime(2026, 11, 21), "zh_CN")
     '本站的这份副本于 2026-11-21 在 x86_64 CPU, 2 threads 上构建，使用 torch 2.13.0。'
     """
-    parts = [part.strip() for part in machine.split(" · ")]
-    torch_part = next((p for p in parts if p.startswith("torch ")), None)
-    others = [p for p in parts if p != torch_part]
-    where = others[0] if others else "an unnamed machine"
-    if len(others) > 1:
-        where += f" ({', '.join(others[1:])})"
+    where = machine.hardware
+    if machine.cuda is not None:
+        where += f" (CUDA {machine.cuda})"
+    torch_part = f"torch {machine.torch}"
     if language != "en":
-        template = (
-            "Built on {day} on {where}, with {torch}."
-            if torch_part
-            else "Built on {day} on {where}."
-        )
+        template = "Built on {day} on {where}, with {torch}."
         return translate(language, template, day=f"{day:%Y-%m-%d}", where=where, torch=torch_part)
     first = where.split()[0]
     vowel_sound = first[0].lower() in "aeiox" or (first.isupper() and first[0] in "AEFHILMNORSX")
     sentence = f"Built on {day:%Y-%m-%d} on {'an' if vowel_sound else 'a'} {where}"
-    return sentence + (f", with {torch_part}." if torch_part else ".")
+    return sentence + f", with {torch_part}."
 
 
 class BuildStampDirective(Directive):
@@ -126,7 +122,7 @@ class BuildStampDirective(Directive):
 
     def run(self):
         language = language_of(self.state.document.settings.env.app)
-        text = build_stamp(describe(), datetime.now(timezone.utc), language)
+        text = build_stamp(this_machine(), datetime.now(timezone.utc), language)
         paragraph = nodes.paragraph(classes=["effpt-build-stamp"])
         paragraph += nodes.emphasis(text=text)
         return [freeze(paragraph)]
@@ -195,11 +191,11 @@ def write_build_info(app, exception) -> None:
     """
     if exception is not None or app.builder.format != "html" or language_of(app) != "en":
         return
-    machine = describe()
+    machine = this_machine()
     info = {
         "built": build_stamp(machine, datetime.now(timezone.utc)),
         "date": f"{datetime.now(timezone.utc):%Y-%m-%d}",
-        "machine": machine,
+        "machine": machine.to_dict(),
         "families": list(app.config.effpt_families),
     }
     path = Path(app.outdir) / BUILD_INFO

@@ -22,6 +22,7 @@ from docutils.statemachine import StringList
 from sphinx.addnodes import pending_xref
 from sphinx.util.nodes import nested_parse_with_titles
 
+from effpt.machine import Machine
 from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages
 
@@ -62,9 +63,15 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 def load_matrix(srcdir: str | Path) -> list[dict]:
-    """Every docs/compat/torch-*.json, oldest torch first."""
+    """Every docs/compat/torch-*.json, oldest torch first, each run's machine a :class:`Machine`.
+
+    A file written before machines had fields stores describe()'s line: it reads too.
+    """
     folder = Path(srcdir) / "compat"
-    runs = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("torch-*.json")]
+    runs = []
+    for path in folder.glob("torch-*.json"):
+        run = json.loads(path.read_text(encoding="utf-8"))
+        runs.append({**run, "machine": Machine.in_file(run, path)})
     return sorted(runs, key=lambda run: _version_key(run["torch"]))
 
 
@@ -76,7 +83,8 @@ def badge_text(runs: list[dict], stem: str, language: str = "en") -> str:
     The matrix runs on a CPU: the badge says so, so that a GPU build's page does not
     read as verified on the GPU it ran on.
 
-    >>> runs = [{"torch": v, "machine": "x86_64 CPU, 2 threads", "pages": {"plot_a": {"ok": ok}}}
+    >>> cpu = Machine("cpu", "x86_64 CPU", 2, None, "2.13.0")
+    >>> runs = [{"torch": v, "machine": cpu, "pages": {"plot_a": {"ok": ok}}}
     ...         for v, ok in [("2.6.0", True), ("2.13.0", True), ("2.15.0", True)]]
     >>> badge_text(runs, "plot_a")
     'Verified on a CPU with torch 2.6.0, 2.13.0 and 2.15.0'
@@ -101,7 +109,7 @@ def badge_text(runs: list[dict], stem: str, language: str = "en") -> str:
     passed = [v for v, ok in ran if ok]
     failed = [v for v, ok in ran if not ok]
     if passed:
-        gpu = any("CUDA" in run.get("machine", "") for run in runs if run["torch"] in passed)
+        gpu = any(run["machine"].kind == "cuda" for run in runs if run["torch"] in passed)
         where = (
             "Verified on a GPU with torch {versions}"
             if gpu

@@ -17,21 +17,26 @@ from __future__ import annotations
 
 from docutils import nodes
 
+from effpt.machine import Machine
 from effpt_site.compat import badge
 from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages
-from effpt_site.outputs import conf_of, read_cost, read_stamp
+from effpt_site.outputs import conf_of, read_cost, read_stamp, stamp_file
 from effpt_site.page_checks import not_executed_reason
 
 
-def stamp_text(language: str, stamp: dict | None, seconds: float, reason: str | None) -> str:
-    """The stamp's sentence(s) in ``language``.
+def stamp_text(
+    language: str, stamp: dict | None, seconds: float, reason: str | None, where: object = "stamp"
+) -> str:
+    """The stamp's sentence(s) in ``language``; ``where`` names the stamp in an error.
 
     Examples
     --------
-    >>> when = {"executed_at": "2026-11-25 04:00 UTC", "machine": "x86_64 CPU"}
+    >>> from effpt.machine import Machine
+    >>> cpu = Machine("cpu", "x86_64 CPU", 2, None, "2.13.0").to_dict()
+    >>> when = {"executed_at": "2026-11-25 04:00 UTC", "machine": cpu}
     >>> stamp_text("en", when, 12.34, None)
-    'Executed 2026-11-25 04:00 UTC on x86_64 CPU in 12.3 s.'
+    'Executed 2026-11-25 04:00 UTC on x86_64 CPU, 2 threads · torch 2.13.0 in 12.3 s.'
     >>> stamp_text("en", {**when, "gpu_peak_mib": 1536.4}, 12.34, None)  # doctest: +ELLIPSIS
     'Executed ... in 12.3 s. Peak GPU memory allocated by torch: 1536 MiB.'
     >>> stamp_text("en", None, 0.0, "this build executed no examples (--no-exec)")
@@ -46,7 +51,7 @@ def stamp_text(language: str, stamp: dict | None, seconds: float, reason: str | 
                 language,
                 "Executed {when} on {machine} in {seconds} s.",
                 when=stamp["executed_at"],
-                machine=stamp["machine"],
+                machine=str(Machine.in_file(stamp, where)),
                 seconds=f"{seconds:.1f}",
             )
         ]
@@ -93,7 +98,10 @@ def decorate(app, doctree) -> None:
     seconds = cost.seconds if cost is not None else 0.0
     stamp = read_stamp(conf_of(app), stem)
     reason = not_executed_reason(app, docname, stem, seconds, stamp)
-    text = stamp_text(language_of(app), stamp if reason is None else None, seconds, reason)
+    where = stamp_file(conf_of(app), stem)
+    text = stamp_text(
+        language_of(app), stamp if reason is None else None, seconds, reason, where
+    )
     # sphx-glr-timing: the class sphinx-gallery gives its own running-time line.
     paragraph = nodes.paragraph(classes=["effpt-stamp", "sphx-glr-timing"])
     paragraph += nodes.emphasis(text=text)

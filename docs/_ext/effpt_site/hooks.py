@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from effpt.device import describe
+from effpt.device import this_machine
 from effpt.expect import EXPECTATIONS_ENV
 from effpt.records import RECORDS_ENV
 from effpt_site.outputs import (
@@ -161,7 +161,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
             os.environ[env] = str(path)
         stamp = {
             "executed_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "machine": describe(),
+            "machine": this_machine().to_dict(),
         }
         write_stamp(gallery_conf, stem, stamp)
 
@@ -181,7 +181,7 @@ def _stamp_device_used(gallery_conf: dict[str, Any], stem: str) -> None:
         return
     peak = torch.cuda.max_memory_allocated()
     used_cuda = peak > 0
-    stamp["machine"] = describe("cuda" if used_cuda else "cpu")
+    stamp["machine"] = this_machine("cuda" if used_cuda else "cpu").to_dict()
     stamp["gpu_peak_mib"] = max(0, peak - (_gpu_start[0] if _gpu_start else 0)) / 2**20
     write_stamp(gallery_conf, stem, stamp)
 

@@ -18,6 +18,7 @@ from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
+from effpt.machine import Machine
 from effpt.records import Ratio, Record, format_seconds, read_records, speedup
 from effpt_site.claims import CLAIMS
 from effpt_site.i18n import N_, freeze, language_of, translate
@@ -45,7 +46,7 @@ def load_records(app) -> list[_Row]:
             records = read_records(path)
         except ValueError as exc:
             raise ExtensionError(str(exc)) from exc
-        rows += [_Row(**r.to_dict(), page=path.stem, docname=pages[path.stem]) for r in records]
+        rows += [_Row(**vars(r), page=path.stem, docname=pages[path.stem]) for r in records]
     return rows
 
 
@@ -79,12 +80,9 @@ def verdict(ratio: Ratio, promised: float) -> str:
     return N_("inconclusive")
 
 
-def _device_class(machine: str) -> str:
-    if "CUDA" in machine:
-        return "cuda"
-    if "MPS" in machine:
-        return "mps"
-    return "cpu"
+def _device_class(machine: Machine) -> str:
+    """The device class a claim compares on: "cuda", "mps", or "cpu" for any other."""
+    return machine.kind if machine.kind in ("cuda", "mps") else "cpu"
 
 
 def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
@@ -218,7 +216,7 @@ class MeasurementsDirective(Directive):
             ]
         if not rows:
             lines = [f"*{t('No page of this build recorded a measurement.')}*"]
-        machines = sorted({r.machine for r in rows})
+        machines = sorted({str(r.machine) for r in rows})
         intro = (
             [t("All timings below were taken on {machines}.", machines="; ".join(machines)), ""]
             if machines

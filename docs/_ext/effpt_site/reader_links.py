@@ -26,9 +26,10 @@ import torch
 
 import effpt
 from effpt.device import describe
+from effpt.machine import Machine
 from effpt_site.i18n import language_of, translate
 from effpt_site.layout import example_pages
-from effpt_site.outputs import conf_of, read_stamp
+from effpt_site.outputs import conf_of, read_stamp, stamp_file
 
 COLAB = "https://colab.research.google.com/github"
 
@@ -136,9 +137,10 @@ def page_machine(app, docname: str) -> str:
     """The machine a gallery page's output came from (its stamp), else the build's own."""
     stem = {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
     if stem is not None:
-        stamp = read_stamp(conf_of(app), stem)
+        conf = conf_of(app)
+        stamp = read_stamp(conf, stem)
         if stamp is not None:
-            return stamp["machine"]
+            return str(Machine.in_file(stamp, stamp_file(conf, stem)))
     return build_machine()
 
 

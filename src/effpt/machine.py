@@ -1,0 +1,191 @@
+"""The machine a page ran on, as a value: what stamps, records and the torch matrix store.
+
+:func:`effpt.device.this_machine` makes one for a device; ``str()`` of it is the line
+:func:`effpt.device.describe` prints. JSON files store its fields (:meth:`Machine.to_dict`)
+and read them back with :meth:`Machine.read`, so that no reader parses the line. This
+module needs nothing beyond the standard library (tools without torch load it alone).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Machine"]
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The hardware and torch version a page ran on, as fields rather than a line of text.
+
+    ``kind`` is the device type (``"cpu"``, ``"cuda"``, ``"mps"``, or another torch
+    device type such as ``"meta"``); ``name`` names the processor or GPU as printed
+    (``"x86_64 CPU (AMD EPYC 9B14)"``, ``"NVIDIA H100 80GB HBM3"``); ``threads`` is the
+    CPU's thread count (CPU only), ``cuda`` the CUDA version torch was built with (CUDA
+    only), ``torch`` torch's version. ``str()`` gives the line that
+    :func:`~effpt.device.describe` prints.
+
+    Examples
+    --------
+    >>> m = Machine("cuda", "NVIDIA H100 80GB HBM3", None, "12.8", "2.13.0")
+    >>> str(m)
+    'NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0'
+    >>> Machine.from_dict(m.to_dict()) == m
+    True
+    >>> str(Machine("cpu", "x86_64 CPU (AMD EPYC 9B14)", 1, None, "2.6.0"))
+    'x86_64 CPU (AMD EPYC 9B14), 1 thread · torch 2.6.0'
+    >>> Machine("cpu", "x86_64 CPU", None, None, "2.13.0")
+    Traceback (most recent call last):
+    ...
+    ValueError: machine field 'threads' must be a positive int on a CPU, got None
+    """
+
+    kind: str
+    name: str
+    threads: int | None
+    cuda: str | None
+    torch: str
+
+    def __post_init__(self) -> None:
+        for field_name in ("kind", "name", "torch"):
+            value = getattr(self, field_name)
+            if not isinstance(value, str) or not value.strip():
+                msg = f"machine field {field_name!r} must be a non-empty str, got {value!r}"
+                raise ValueError(msg)
+        cpu, cuda = self.kind == "cpu", self.kind == "cuda"
+        threads_ok = isinstance(self.threads, int) and not isinstance(self.threads, bool)
+        if cpu and not (threads_ok and self.threads > 0):
+            msg = f"machine field 'threads' must be a positive int on a CPU, got {self.threads!r}"
+            raise ValueError(msg)
+        if not cpu and self.threads is not None:
+            msg = f"machine field 'threads' is for a CPU only, got {self.threads!r} on {self.kind}"
+            raise ValueError(msg)
+        if cuda and not (isinstance(self.cuda, str) and self.cuda.strip()):
+            msg = f"machine field 'cuda' must be a non-empty str on CUDA, got {self.cuda!r}"
+            raise ValueError(msg)
+        if not cuda and self.cuda is not None:
+            msg = f"machine field 'cuda' is for CUDA only, got {self.cuda!r} on {self.kind}"
+            raise ValueError(msg)
+
+    @property
+    def hardware(self) -> str:
+        """The processor or GPU and, on a CPU, its thread count, e.g. ``"x86_64 CPU, 2 threads"``."""
+        if self.threads is None:
+            return self.name
+        return f"{self.name}, {self.threads} thread{'s' if self.threads != 1 else ''}"
+
+    def __str__(self) -> str:
+        cuda = [f"CUDA {self.cuda}"] if self.cuda is not None else []
+        return " · ".join([self.hardware, *cuda, f"torch {self.torch}"])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The machine as a JSON-ready dict (:meth:`from_dict` reads it back)."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "threads": self.threads,
+            "cuda": self.cuda,
+            "torch": self.torch,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Machine:
+        """The machine :meth:`to_dict` wrote; a missing, unknown or bad field raises ValueError.
+
+        Examples
+        --------
+        >>> Machine.from_dict({"kind": "mps", "name": "Apple arm64 GPU (MPS)", "torch": "2.6.0"})
+        Traceback (most recent call last):
+        ...
+        ValueError: machine: missing fields ['cuda', 'threads']
+        """
+        if not isinstance(data, dict):
+            msg = f"machine must be a JSON object, got {type(data).__name__}"
+            raise TypeError(msg)
+        names = {"kind", "name", "threads", "cuda", "torch"}
+        missing, extra = sorted(names - data.keys()), sorted(data.keys() - names)
+        if missing or extra:
+            msg = (
+                f"machine: missing fields {missing}"
+                if missing
+                else f"machine: unknown fields {extra}"
+            )
+            raise ValueError(msg)
+        return cls(**data)
+
+    @classmethod
+    def from_text(cls, text: str) -> Machine:
+        """The machine a line of :func:`~effpt.device.describe` names, for files written before the fields.
+
+        Stamps, records and torch-matrix files once stored only that line; this reads
+        them. A line that is not one :func:`~effpt.device.describe` writes raises ValueError.
+
+        Examples
+        --------
+        >>> Machine.from_text("x86_64 CPU (Intel(R) Xeon(R) Processor), 2 threads · torch 2.6.0")
+        Machine(kind='cpu', name='x86_64 CPU (Intel(R) Xeon(R) Processor)', threads=2, cuda=None, torch='2.6.0')
+        >>> Machine.from_text("NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0").kind
+        'cuda'
+        >>> Machine.from_text("a fast box")
+        Traceback (most recent call last):
+        ...
+        ValueError: machine line 'a fast box' is not one that effpt.device.describe() writes
+        """
+        if not isinstance(text, str):
+            msg = f"machine must be a JSON object or a str, got {type(text).__name__}"
+            raise TypeError(msg)
+        parts = text.split(" · ")
+        torch_part = parts.pop() if len(parts) > 1 and parts[-1].startswith("torch ") else ""
+        version = torch_part.removeprefix("torch ")
+        cpu = re.fullmatch(r"(.+), (\d+) threads?", parts[0]) if len(parts) == 1 else None
+        if version and len(parts) == 2 and parts[1].startswith("CUDA "):
+            return cls("cuda", parts[0], None, parts[1].removeprefix("CUDA "), version)
+        if version and len(parts) == 1 and parts[0].endswith(" GPU (MPS)"):
+            return cls("mps", parts[0], None, None, version)
+        if version and cpu:
+            return cls("cpu", cpu.group(1), int(cpu.group(2)), None, version)
+        if version and len(parts) == 1 and parts[0].endswith(" device"):
+            return cls(
+                parts[0].removesuffix(" device").split(":")[0], parts[0], None, None, version
+            )
+        msg = f"machine line {text!r} is not one that effpt.device.describe() writes"
+        raise ValueError(msg)
+
+    @classmethod
+    def read(cls, data: object, where: object = None) -> Machine:
+        """The machine a JSON file stored: its fields, or (in an older file) its line.
+
+        A bad one raises ValueError (TypeError for neither an object nor a str) whose
+        message ``where`` (a file, a file and line) starts; without ``where``, as it is.
+
+        Examples
+        --------
+        >>> Machine.read({"kind": "cpu"}, where="stamp.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: stamp.json: field 'machine': machine: missing fields ['cuda', 'name', 'threads', 'torch']
+        """
+        try:
+            return cls.from_text(data) if isinstance(data, str) else cls.from_dict(data)
+        except (TypeError, ValueError) as exc:
+            if where is None:
+                raise
+            msg = f"{where}: field 'machine': {exc}"
+            raise type(exc)(msg) from None
+
+    @classmethod
+    def in_file(cls, data: object, where: object) -> Machine:
+        """The machine under the key ``"machine"`` of a JSON object read from ``where``.
+
+        Examples
+        --------
+        >>> Machine.in_file({"executed_at": "2026-11-25 04:00 UTC"}, where="plot_a.stamp.json")
+        Traceback (most recent call last):
+        ...
+        ValueError: plot_a.stamp.json: no 'machine' field
+        """
+        if not isinstance(data, dict) or "machine" not in data:
+            msg = f"{where}: no 'machine' field"
+            raise ValueError(msg)
+        return cls.read(data["machine"], where)
