@@ -42,8 +42,10 @@ print(describe(device))
 n_models, n_steps, batch, lr = 100, 100, 10, 1e-2
 
 
-def make_net() -> torch.nn.Module:
-    return torch.nn.Sequential(torch.nn.Linear(1, 10), torch.nn.Tanh(), torch.nn.Linear(10, 1))
+def make_net(hidden: int = 10) -> torch.nn.Module:
+    return torch.nn.Sequential(
+        torch.nn.Linear(1, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 1)
+    )
 
 
 nets = [make_net().to(device) for _ in range(n_models)]

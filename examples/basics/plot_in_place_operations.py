@@ -99,10 +99,10 @@ from pathlib import Path
 
 def failing_backward():
     a = torch.randn(5, device=device, requires_grad=True)
-    b1 = a + 1
-    b2 = b1**2
-    b1 += 1
-    torch.autograd.grad(b2.sum(), a)
+    shifted = a + 1
+    squared = shifted**2  # saves shifted for the backward pass
+    shifted += 1  # bumps shifted's version past the saved one
+    torch.autograd.grad(squared.sum(), a)
 
 
 this_file = failing_backward.__code__.co_filename

@@ -45,11 +45,11 @@ print(describe(device))
 class Line(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.a = torch.nn.Parameter(torch.rand(1))
-        self.b = torch.nn.Parameter(torch.rand(1))
+        self.slope = torch.nn.Parameter(torch.rand(1))
+        self.intercept = torch.nn.Parameter(torch.rand(1))
 
     def forward(self, x):
-        return self.a * x + self.b
+        return self.slope * x + self.intercept
 
 
 x = torch.arange(100, device=device) / 100  # (samples,)
@@ -66,7 +66,7 @@ assert all(p.requires_grad and p.is_leaf for p in line.parameters())
 # The training loop
 # -----------------
 # The optimizer gets the module's parameters; every step clears the gradients, computes
-# the loss, back-propagates and updates. The fit lands near ``a = 5``, ``b = 3``.
+# the loss, back-propagates and updates. The fit lands near slope 5 and intercept 3.
 
 
 def fit(model, steps=500, lr=0.5):
@@ -80,10 +80,12 @@ def fit(model, steps=500, lr=0.5):
 
 
 loss = fit(line)
-print(f"a = {line.a.item():.2f}, b = {line.b.item():.2f}, final loss {loss:.4f}")
+print(
+    f"slope = {line.slope.item():.2f}, intercept = {line.intercept.item():.2f}, final loss {loss:.4f}"
+)
 
 # sphinx_gallery_start_ignore
-assert abs(line.a.item() - 5) < 0.1 and abs(line.b.item() - 3) < 0.1
+assert abs(line.slope.item() - 5) < 0.1 and abs(line.intercept.item() - 3) < 0.1
 # sphinx_gallery_end_ignore
 
 # %%
@@ -103,18 +105,18 @@ except RuntimeError as err:
 class LinearLine(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.linear = torch.nn.Linear(1, 1)
+        self.layer = torch.nn.Linear(1, 1)
 
     def forward(self, x):
-        return self.linear(x.unsqueeze(1)).squeeze(1)  # (samples,) → (samples, 1) → (samples,)
+        return self.layer(x.unsqueeze(1)).squeeze(1)  # (samples,) → (samples, 1) → (samples,)
 
 
 model = LinearLine().to(device)
 fit(model)
-print(f"weight = {model.linear.weight.item():.2f}, bias = {model.linear.bias.item():.2f}")
+print(f"weight = {model.layer.weight.item():.2f}, bias = {model.layer.bias.item():.2f}")
 
 # sphinx_gallery_start_ignore
-assert abs(model.linear.weight.item() - 5) < 0.1 and abs(model.linear.bias.item() - 3) < 0.1
+assert abs(model.layer.weight.item() - 5) < 0.1 and abs(model.layer.bias.item() - 3) < 0.1
 # sphinx_gallery_end_ignore
 
 # %%
@@ -127,7 +129,7 @@ print([name for name, _ in model.named_parameters()])
 print("submodules:", [name for name, _ in model.named_children()])
 
 # sphinx_gallery_start_ignore
-assert [name for name, _ in model.named_parameters()] == ["linear.weight", "linear.bias"]
+assert [name for name, _ in model.named_parameters()] == ["layer.weight", "layer.bias"]
 # sphinx_gallery_end_ignore
 
 # %%
@@ -312,7 +314,7 @@ for restore_optimizer in (True, False):
     if restore_optimizer:
         resumed_optimizer.load_state_dict(checkpoint["optimizer"])
     resumed_losses[restore_optimizer] = adam_steps(resumed, resumed_optimizer, 50)
-    same = torch.equal(resumed.linear.weight, model.linear.weight)
+    same = torch.equal(resumed.layer.weight, model.layer.weight)
     resumed_same[restore_optimizer] = same
     print(
         f"optimizer state restored: {restore_optimizer!s:5} → same weights as the unbroken run: {same}"

@@ -38,7 +38,7 @@ torch.manual_seed(0)
 device = pick_device()
 print(describe(device))
 
-t = torch.tensor([[0.7071, 1.4142, 1.6180], [0.8346, 2.7183, 3.1416]])
+t = torch.tensor([[0.25, 1.5, 2.0], [0.75, 2.5, 3.0]])
 print(t.dim(), tuple(t.shape), t.dtype, t.device)
 t64 = t.to(torch.float64)  # a float64 copy, still on the CPU
 on_device = t.to(device)  # a copy on the chosen device (t itself if that is the CPU)
