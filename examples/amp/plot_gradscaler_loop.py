@@ -5,8 +5,8 @@ Train with GradScaler and clip its gradients
 .. effpt-before-you-start::
    :learn: - Write the float16 loop with ``torch.amp.GradScaler(device.type)``:
              ``scale(loss).backward()``, ``step(optimizer)``, ``update()``.
-           - Clip gradients after ``scaler.unscale_(optimizer)``, and see the norm that
-             clipping would have seen before it.
+           - Clip gradients after ``scaler.unscale_(optimizer)``, and see the scaled norm
+             that clipping would have seen without it.
            - Step two models and their optimizers through one scaler.
            - Save the scaler's ``state_dict`` with the checkpoint, so that a restored run
              continues bit for bit.

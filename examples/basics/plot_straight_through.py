@@ -5,8 +5,8 @@ Train through rounding with a straight-through estimator
 .. effpt-before-you-start::
    :learn: - Pass a gradient through rounding with ``a + (a.round() - a).detach()``.
            - Fake-quantise a network's weights to a grid and train through the rounding.
-           - Compare rounding after training with training through the rounding, on one
-             run.
+           - Compare rounding after training with fine-tuning through the rounding, and
+             read the verdicts.
    :read-first: :doc:`plot_fitting_a_curve` for the training loop; :doc:`plot_autograd`
                 for ``detach()``.
    :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one

@@ -15,7 +15,7 @@ Move from TorchScript to torch.compile and torch.export
    :needs: A CPU is enough; the page runs on the CPU even where there is a GPU.
            ``torch.compile`` needs a C++ compiler there, and Inductor keeps what it builds
            in an on-disk cache. The page writes ``model.pt`` and ``model.pt2`` to a new
-           temporary folder.
+           temporary folder, which it leaves in place.
 
 TorchScript turned Python functions into graphs that ran without Python and could be
 saved for deployment. It is deprecated now, but it still turns up in older code and in

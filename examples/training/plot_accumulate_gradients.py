@@ -13,7 +13,7 @@ Accumulate gradients so they match one large batch
              micro-batch.
    :read-first: :doc:`/auto_examples/amp/plot_autocast_ddp` for process groups and DDP;
                 :doc:`/auto_examples/amp/plot_gradscaler_loop` for ``unscale_``;
-                :doc:`/explanations/workers` for the ``MAIN`` guard and start methods.
+                :doc:`/explanations/workers` for the ``__main__`` guard and start methods.
    :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
            (``EFFPT_DEVICE=cpu`` keeps it on the CPU), with float16 autocast in the last
            section on every device. The DDP section starts two processes that run on the

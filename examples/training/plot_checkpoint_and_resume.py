@@ -11,13 +11,13 @@ Checkpoint a training run and resume it exactly
              checkpoint into one.
    :read-first: :doc:`/auto_examples/basics/plot_modules` for ``state_dict`` and
                 checkpointing the optimizer; :doc:`plot_reproducible_runs` for seeds and
-                generators; :doc:`/explanations/workers` for the ``MAIN`` guard.
+                generators; :doc:`/explanations/workers` for the ``__main__`` guard.
    :needs: A CPU is enough. The page trains on a CUDA or Apple MPS GPU when there is one
            (``EFFPT_DEVICE=cpu`` keeps it on the CPU), in float16 autocast on every
            device. The last section starts two processes that run on the CPU with gloo:
            run as a file, by the platform's default start method; without a file (a
            notebook), by fork where the OS has it. The checkpoints go to a new temporary
-           folder (``effpt-ckpt-...``), which the page leaves in place.
+           folder (``effpt-ckpt-...``), which the page deletes at the end.
 
 A job that is stopped and resumed should end where the uninterrupted job would have:
 then a preempted run costs time, not a different result, and a bug can be replayed from
@@ -173,14 +173,17 @@ def restore(run: SimpleNamespace, state: dict, everything: bool = True) -> int:
 # The uninterrupted run trains 6 epochs. The interrupted one trains 3, saves, and is
 # thrown away; then a fresh run, after every generator has been reseeded to something
 # else (as a new process would start), loads the file and trains epochs 3 to 5. A third
-# run restores only the model and the optimizer, as many scripts do.
+# run restores only the model and the optimizer, as many scripts do. The files go to a
+# temporary folder that the end of the page deletes (and Python does, at exit, if the
+# page stops before).
 import tempfile
 from pathlib import Path
 
 if MAIN:
     device = pick_device()
     print(describe(device))
-    folder = Path(tempfile.mkdtemp(prefix="effpt-ckpt-"))
+    workdir = tempfile.TemporaryDirectory(prefix="effpt-ckpt-")
+    folder = Path(workdir.name)
     seed_all(SEED)
     whole = make_run(device)
     reference = train(whole, 0, 6)
@@ -314,7 +317,15 @@ if MAIN:
 # %%
 # The folder holds one ``.distcp`` file per rank and the ``.metadata``. Writing the
 # files, loading them safely and loading large ones cheaply is
-# :doc:`plot_checkpoint_files`.
+# :doc:`plot_checkpoint_files`. The page is done with its files; it deletes their folder:
+if MAIN:
+    workdir.cleanup()
+    print(f"folder still there: {folder.exists()}")
+
+# sphinx_gallery_start_ignore
+if MAIN:
+    assert not folder.exists()
+# sphinx_gallery_end_ignore
 
 # %%
 # Summary

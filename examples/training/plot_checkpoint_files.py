@@ -16,7 +16,7 @@ Write checkpoint files safely and load them cheaply
                 holds.
    :needs: A CPU is enough: everything runs on the CPU, whatever the device. The page
            writes its files, a 64 MiB checkpoint among them, to a new temporary folder
-           (``effpt-files-...``) and leaves them there. It reads resident memory from
+           (``effpt-files-...``) and deletes it at the end. It reads resident memory from
            ``/proc/self/statm`` (Linux); elsewhere it says that memory is not measured.
 
 A checkpoint is only useful if it is there, whole, when the job restarts, and if
@@ -35,7 +35,9 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ch
 # ``torch.save(state, "ckpt.pt")`` opens the file for writing, which empties it, and then
 # writes. A process killed in between leaves a truncated file where the last good
 # checkpoint was. The page simulates that death with a file that raises after a given
-# number of bytes; ``opener`` exists only so that the page can pass it in.
+# number of bytes; ``opener`` exists only so that the page can pass it in. The files go
+# to a temporary folder that the end of the page deletes (and Python does, at exit, if
+# the page stops before).
 import os
 import tempfile
 from pathlib import Path
@@ -47,7 +49,8 @@ from effpt.device import describe, pick_device
 
 device = pick_device()
 print(describe(device))
-folder = Path(tempfile.mkdtemp(prefix="effpt-files-"))
+workdir = tempfile.TemporaryDirectory(prefix="effpt-files-")
+folder = Path(workdir.name)
 
 
 class CrashingFile:
@@ -360,6 +363,15 @@ if grown:
 
 # sphinx_gallery_start_ignore
 assert same
+# sphinx_gallery_end_ignore
+
+# %%
+# The page is done with its files; it deletes their folder:
+workdir.cleanup()
+print(f"folder still there: {folder.exists()}")
+
+# sphinx_gallery_start_ignore
+assert not folder.exists()
 # sphinx_gallery_end_ignore
 
 # %%
