@@ -134,7 +134,7 @@ def test_a_pages_stamp_stores_the_machines_fields(conf, monkeypatch):
 
     gallery.reset_state(conf, "examples/fam/plot_a.py")
     gallery.reset_state(conf, "examples/fam/plot_a.py", when="after")
-    stamp = gallery.records_dir(conf) / "plot_a.stamp.json"
+    stamp = outputs.stamp_file(conf, "plot_a")
     data = json.loads(stamp.read_text(encoding="utf-8"))
     assert data["machine"] == this_machine().to_dict()
     # On a GPU build, a page that allocated CUDA memory is stamped with the GPU's fields.

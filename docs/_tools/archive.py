@@ -5,7 +5,7 @@
 * ``site/``: the built HTML site (docs/_build/html), without Sphinx's caches and the
   theme's source maps;
 * ``pages/FAMILY/plot_*.py`` and ``.ipynb``: every gallery page as a script and a
-  notebook, as sphinx-gallery wrote them;
+  notebook, as the build wrote them;
 * ``constraints.txt``: the exact versions the site was built with;
 * ``MACHINE.txt``: when and on which machine the site was built and each page ran;
 * ``README.txt``: what is inside and how to use it.

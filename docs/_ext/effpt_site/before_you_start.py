@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives

@@ -99,9 +99,7 @@ def decorate(app, doctree) -> None:
     stamp = read_stamp(conf_of(app), stem)
     reason = not_executed_reason(app, docname, stem, seconds, stamp)
     where = stamp_file(conf_of(app), stem)
-    text = stamp_text(
-        language_of(app), stamp if reason is None else None, seconds, reason, where
-    )
+    text = stamp_text(language_of(app), stamp if reason is None else None, seconds, reason, where)
     # sphx-glr-timing: the class sphinx-gallery gives its own running-time line.
     paragraph = nodes.paragraph(classes=["effpt-stamp", "sphx-glr-timing"])
     paragraph += nodes.emphasis(text=text)
