@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -10,8 +9,10 @@ from types import SimpleNamespace
 import pytest
 from sphinx.errors import ExtensionError
 
+from effpt import claims
 from effpt.machine import Machine
-from effpt_site import claims, measurements, page_checks
+from effpt.records import Record
+from effpt_site import measurements, page_checks
 
 CPU = Machine("cpu", "x86_64 CPU", 2, None, "2.13.0")
 H100 = Machine("cuda", "NVIDIA H100 80GB HBM3", None, "12.8", "2.13.0")
@@ -171,58 +172,6 @@ def test_pages_a_restricted_or_no_exec_build_did_not_run_say_why(app):
     assert page_checks.not_executed_reason(no_exec, "auto/fam/plot_a", "plot_a", 2.0, STAMP) is None
 
 
-def _claim(task, fast="fast", device="cpu"):
-    return claims.Claim("claim", "a source", device, "plot_a", task, "slow", fast, 2.0)
-
-
-def _rows(*specs):
-    base = {**GOOD, "baseline": "slow", "machine": CPU}
-    return [
-        measurements._Row(
-            **{**base, "task": t, "variant": v, "median_s": m, "q1_s": lo, "q3_s": hi},
-            page="plot_a",
-            docname="auto/fam/plot_a",
-        )
-        for t, v, m, lo, hi in specs
-    ]
-
-
-def test_claim_whose_page_ran_without_the_task_fails(monkeypatch):
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("other task")])
-    rows = _rows(("t", "slow", 1.0, 0.9, 1.1))
-    with pytest.raises(ExtensionError, match="claim 'claim': no records"):
-        measurements.claim_lines(rows)
-
-
-def test_claim_is_judged_against_the_measured_interval_of_its_own_size(monkeypatch):
-    # A claim names one size: the largest size differs by device, so it is never implied.
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("size 2", fast="fast|faster")])
-    rows = _rows(
-        ("size 1", "slow", 1.0, 0.99, 1.01),
-        ("size 1", "fast", 0.1, 0.099, 0.101),
-        ("size 2", "slow", 1.0, 0.99, 1.01),
-        ("size 2", "faster", 0.8, 0.79, 0.81),
-    )
-    text = "\n".join(measurements.claim_lines(rows))
-    assert "1.2× (1.2–1.3) on x86_64 CPU" in text  # size 2's records, not size 1's
-    assert text.rstrip().endswith("- no")
-
-
-def test_a_gpu_claim_is_not_comparable_on_a_cpu_build(monkeypatch):
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cuda")])
-    rows = _rows(("t", "slow", 1.0, 0.99, 1.01), ("t", "fast", 0.1, 0.099, 0.101))
-    text = "\n".join(measurements.claim_lines(rows))
-    assert "not comparable on this machine: the source measured on a GPU" in text
-    assert "yes" not in text.split("not comparable")[1]
-
-
-def test_a_noisy_ratio_near_the_promise_is_inconclusive(monkeypatch):
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t")])
-    rows = _rows(("t", "slow", 1.0, 0.8, 1.2), ("t", "fast", 0.5, 0.45, 0.6))
-    text = "\n".join(measurements.claim_lines(rows))
-    assert text.rstrip().endswith("- inconclusive")
-
-
 def test_quartiles_out_of_order_fail(app):
     path = write_records(app, "plot_a", [json.dumps({**GOOD, "q1_s": 0.002})])
     with pytest.raises(ExtensionError, match=rf"{path}:1: .*quartiles out of order"):
@@ -251,14 +200,6 @@ def test_compat_matrix_sorts_versions_and_diffs_only_real_changes(tmp_path):
     assert {r["machine"] for r in runs} == {CPU}
     assert compat._diff(runs[0], runs[1], "plot_a") == ""  # only timings changed
     assert "-loss 0.25\n+loss 0.26" in compat._diff(runs[1], runs[2], "plot_a")
-
-
-def test_an_optional_claim_whose_fast_variant_did_not_run_is_not_measured(monkeypatch):
-    claim = claims.Claim("claim", "a source", "cpu", "plot_a", "t", "slow", "fast", 2.0, True)
-    monkeypatch.setattr(measurements, "CLAIMS", [claim])
-    rows = _rows(("t", "slow", 1.0, 0.99, 1.01))
-    text = "\n".join(measurements.claim_lines(rows))
-    assert "not measured: fast did not run on x86_64 CPU" in text
 
 
 def _write_expectations(app, stem, lines):
@@ -317,17 +258,6 @@ def test_the_build_log_ends_with_what_did_not_hold_and_never_fails(app, caplog):
     assert "did not hold: plot_a: x beats y (expected above 1×, measured 0.5×)" in text
 
 
-def test_a_claim_timed_on_its_source_device_too_is_judged_there(monkeypatch):
-    # A GPU build times the guide's CPU claim on the CPU as well: that record is scored.
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cpu")])
-    cpu_rows = _rows(("t", "slow", 1.0, 0.99, 1.01), ("t", "fast", 0.1, 0.099, 0.101))
-    gpu_rows = _rows(("t", "slow", 0.01, 0.0099, 0.0101), ("t", "fast", 0.01, 0.0099, 0.0101))
-    gpu_rows = [dataclasses.replace(row, machine=H100) for row in gpu_rows]
-    text = "\n".join(measurements.claim_lines(cpu_rows + gpu_rows))
-    assert "10.0× (9.8–10.2) on x86_64 CPU" in text
-    assert "not comparable" not in text
-
-
 def test_outputs_loads_alone_as_the_archive_does_and_reads_every_stamp(tmp_path):
     """docs/_tools/archive.py loads outputs.py without the package (which imports Sphinx)."""
     import importlib.util
@@ -347,15 +277,10 @@ def test_outputs_loads_alone_as_the_archive_does_and_reads_every_stamp(tmp_path)
     assert alone.read_cost(tmp_path, "auto/fam/plot_a").seconds == 3.5
 
 
-def test_a_cuda_record_is_classed_as_cuda_from_its_fields(app, monkeypatch):
+def test_a_cuda_record_loads_with_its_machine_fields(app):
     write_records(app, "plot_a", [json.dumps({**GOOD, "machine": H100.to_dict()})])
     (row,) = measurements.load_records(app)
     assert row.machine == H100
-    assert measurements._device_class(row.machine) == "cuda"
-    monkeypatch.setattr(measurements, "CLAIMS", [_claim("t", device="cpu")])
-    gpu_row = dataclasses.replace(_rows(("t", "slow", 1.0, 0.99, 1.01))[0], machine=H100)
-    text = "\n".join(measurements.claim_lines([gpu_row]))
-    assert "this build ran on NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0" in text
 
 
 def test_a_record_written_before_machines_had_fields_still_loads(app):
@@ -415,3 +340,97 @@ def test_a_compat_file_without_a_machine_names_the_file(tmp_path):
     (folder / "torch-2.6.0.json").write_text(json.dumps({"torch": "2.6.0", "pages": {}}))
     with pytest.raises(ValueError, match=rf"{folder / 'torch-2.6.0.json'}: no 'machine' field"):
         compat.load_matrix(tmp_path)
+
+
+# The claims table: each claim with the outcome its own page recorded (effpt.claims).
+
+
+def _fake_claims(monkeypatch, device="cpu"):
+    fake = (claims.Claim("fake", "x is twice as fast", "a source", device, "plot_a", 2.0),)
+    monkeypatch.setattr(claims, "CLAIMS", fake)
+    monkeypatch.setattr(measurements, "CLAIMS", fake)
+    return fake[0]
+
+
+def _records(machine=CPU, fast_s=0.4):
+    def one(variant, median):
+        data = {**GOOD, "variant": variant, "baseline": "slow", "machine": machine.to_dict()}
+        data |= {"median_s": median, "q1_s": median * 0.99, "q3_s": median * 1.01}
+        return Record.from_dict(data)
+
+    return one("slow", 1.0), one("fast", fast_s)
+
+
+def _check_on_page(app, monkeypatch, stem, *outcomes):
+    """Check outcomes as page ``stem`` would in the build: into its claims file."""
+    folder = Path(app.srcdir) / "auto" / "_claims"
+    folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv(claims.CLAIMS_ENV, str(folder / f"{stem}.jsonl"))
+    for c, slow, fast in outcomes:
+        c.check(slow, fast, show=False)
+    return folder / f"{stem}.jsonl"
+
+
+def test_the_claims_table_shows_what_the_page_recorded(app, monkeypatch):
+    c = _fake_claims(monkeypatch)
+    _check_on_page(app, monkeypatch, "plot_a", (c, *_records()))
+    text = "\n".join(measurements.claim_lines(app))
+    assert "x is twice as fast" in text
+    assert (
+        "2.5× (2.5–2.6) on x86_64 CPU, 2 threads · torch 2.13.0 (:doc:`/auto/fam/plot_a`, t)"
+        in text
+    )
+    assert text.rstrip().endswith("- yes")
+
+
+def test_a_claim_whose_page_ran_without_checking_it_fails_the_build(app, monkeypatch):
+    _fake_claims(monkeypatch)
+    write_records(app, "plot_a", [json.dumps(GOOD)])
+    with pytest.raises(ExtensionError, match="claim 'fake': plot_a ran but did not check it"):
+        measurements.claim_lines(app)
+
+
+def test_a_claim_whose_page_did_not_run_is_not_measured(app, monkeypatch):
+    _fake_claims(monkeypatch)
+    text = "\n".join(measurements.claim_lines(app))
+    assert text.rstrip().endswith("     - not measured\n     - —")
+
+
+def test_a_claim_checked_by_another_page_or_twice_fails_naming_the_file(app, monkeypatch):
+    c = _fake_claims(monkeypatch)
+    path = _check_on_page(app, monkeypatch, "plot_b", (c, *_records()))
+    with pytest.raises(ExtensionError, match=rf"{path}: claim 'fake' belongs to plot_a"):
+        measurements.claim_lines(app)
+    path.unlink()
+    path = _check_on_page(app, monkeypatch, "plot_a", (c, *_records()), (c, *_records()))
+    with pytest.raises(ExtensionError, match=rf"{path}: claim 'fake' was checked twice"):
+        measurements.claim_lines(app)
+
+
+def test_a_damaged_outcome_file_fails_the_build_naming_file_and_line(app, monkeypatch):
+    c = _fake_claims(monkeypatch)
+    path = _check_on_page(app, monkeypatch, "plot_a", (c, *_records()))
+    path.write_text(path.read_text(encoding="utf-8")[:-40] + "\n", encoding="utf-8")  # cut short
+    with pytest.raises(ExtensionError, match=rf"malformed claim outcome {path}:1"):
+        measurements.claim_lines(app)
+
+
+def test_a_gpu_claim_on_a_cpu_build_and_a_fast_variant_that_did_not_run(app, monkeypatch):
+    c = _fake_claims(monkeypatch, device="cuda")
+    _check_on_page(app, monkeypatch, "plot_a", (c, *_records()))
+    text = "\n".join(measurements.claim_lines(app))
+    assert "not comparable on this machine: the source measured on a GPU" in text
+    assert "yes" not in text.split("not comparable")[1]
+    Path(app.srcdir, "auto", "_claims", "plot_a.jsonl").unlink()
+    _check_on_page(app, monkeypatch, "plot_a", (c, _records()[0], None))
+    text = "\n".join(measurements.claim_lines(app))
+    assert "not measured: the faster variant did not run on x86_64 CPU" in text
+
+
+def test_a_cpu_claim_on_a_gpu_build_names_the_gpu(app, monkeypatch):
+    c = _fake_claims(monkeypatch)
+    _check_on_page(app, monkeypatch, "plot_a", (c, *_records(machine=H100)))
+    text = "\n".join(measurements.claim_lines(app))
+    assert (
+        "the source measured on a CPU, this build ran on NVIDIA H100 80GB HBM3 · CUDA 12.8" in text
+    )

@@ -130,9 +130,9 @@ assert max_error(fused, reference) < 1e-5
 # %%
 # TorchScript's fuser, where it still runs
 # ----------------------------------------
-# The notebook fused the IoU with TorchScript and measured 238 µs eager against
-# 40.3 µs fused for 100,000 pairs on a GPU, 5.9× faster. It picked TorchScript's legacy
-# fuser, which current releases no longer use by default: a traced or scripted function
+# The notebook fused the IoU with TorchScript's legacy fuser and timed it on a GPU (its
+# claim is checked at the end of this page). Current releases no longer use that fuser
+# by default: a traced or scripted function
 # now runs under the *profiling* executor, which fuses with NNC after a few calls. On an
 # NVIDIA GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
 # off by default and would also need an LLVM backend that the standard wheels leave
@@ -237,7 +237,9 @@ with torchscript_quietly():
         timed["copy, same bytes"] = lambda src=src, dst=dst: dst.copy_(src)
         for t in thread_counts:
             torch.set_num_threads(t)
-            task = f"box IoU, {n:,} pairs" + ("" if t == threads else f", {t} thread")
+            task = f"box IoU, {n:,} pairs"
+            if device.type == "cpu":
+                task += f", {t} thread{'s' * (t > 1)}"
             show = n == 10**5 and t == threads
             for record in compare(task, timed, device=device, show=show):
                 records[record.variant, n, t] = record
@@ -316,16 +318,25 @@ if len(thread_counts) > 1:
 # %%
 # The notebook's figures against this machine
 # --------------------------------------------
-# The notebook timed 100,000 pairs on a GPU: 238 µs eager, 40.3 µs with TorchScript's
-# fuser, 5.9× faster. Below, the smallest size, the notebook's and the largest, each
-# speed-up over eager with its interval and verdict, per thread count. At the smallest
-# size both versions pay mostly fixed costs. The compiled function adds its own: a
-# check of its guards and a call into the generated code. On a CPU, where the
-# compilation cell printed that the C++ loop opens an OpenMP parallel region, it opens
-# it on every call, whatever the size, while eager's operations stay on the calling
-# thread below the grain size; with several threads each compiled call then wakes the
-# others. Where the page ran on several threads, the last expectation says what that
-# cost here.
+# The notebook timed 100,000 pairs on a GPU. Its claim is written once, in
+# :mod:`effpt.claims`, which this page and the site's :doc:`/measurements` page both
+# read; :meth:`~effpt.claims.Claim.check` prints it beside this run's ratio at that
+# size on all threads, or says it was not measured where TorchScript's fuser did not
+# run.
+from effpt.claims import claim
+
+fuser = records.get(("TorchScript fuser", 10**5, threads))  # None where it did not run
+_ = claim("notebook: fused box IoU").check(records["eager", 10**5, threads], fuser)
+
+# %%
+# Below, the smallest size, the notebook's and the largest, each speed-up over eager
+# with its interval and verdict, per thread count. At the smallest size both versions
+# pay mostly fixed costs. The compiled function adds its own: a check of its guards and
+# a call into the generated code. On a CPU, where the compilation cell printed that the
+# C++ loop opens an OpenMP parallel region, it opens it on every call, whatever the
+# size, while eager's operations stay on the calling thread below the grain size; with
+# several threads each compiled call then wakes the others. Where the page ran on
+# several threads, the last expectation says what that cost here.
 from effpt.expect import expect
 
 for t in thread_counts:

@@ -356,9 +356,11 @@ for g in grads[1:]:
 
 # %%
 # Now the timing, forward and backward together, since that is what training pays.
-# The notebook measured 19.4 ms for ``pdist`` and 2.26 ms for the matrix product on a
-# GPU, 8.6× faster; the line under the table puts this machine's ratio, with its
-# interval, beside it.
+# The notebook timed both forms on a GPU. Its claim is written once, in
+# :mod:`effpt.claims`, which this page and the site's :doc:`/measurements` page both
+# read; under the table :meth:`~effpt.claims.Claim.check` prints it beside this run's
+# ratio with its interval, and a verdict that says whether the two can be compared.
+from effpt.claims import claim
 
 
 def forward_backward(fn):
@@ -374,8 +376,7 @@ records = compare(
     {name: forward_backward(fn) for name, fn in candidates.items()},
     device=device,
 )
-ratio = speedup(records[0], records[1])
-print(f"matmul form vs pdist: {ratio} here ({ratio.verdict}); 8.6× in the notebook, on a GPU")
+_ = claim("notebook: uniformity loss by matmul").check(records[0], records[1])
 
 # %%
 # The medians and IQRs summarise repeats like the ones plotted below, taken with
@@ -430,10 +431,11 @@ for name in ("pdist", "matmul"):
 # ``aten::_pdist_backward``, for their gradient. The matrix-product form runs
 # ``aten::mm`` and elementwise work on the ``n × n`` matrix, about twice as many
 # entries as there are pairs. On the notebook's GPU, where a matrix product is the
-# cheapest work there is, that trade won by 8.6×. The two expectations below print
-# the share each operator took of its form's time here. Whether the trade pays on
-# another device, and by how much, is not something to assume: the ratio printed
-# above is this machine's answer, and the only way to know yours is to measure on it.
+# cheapest work there is, that trade won by the factor its claim states above. The
+# two expectations below print the share each operator took of its form's time here.
+# Whether the trade pays on another device, and by how much, is not something to
+# assume: the ratio printed above is this machine's answer, and the only way to know
+# yours is to measure on it.
 for name, op in (("pdist", "aten::_pdist_backward"), ("matmul", "aten::mm")):
     percent = 100 * top_ops[name].get(op, 0) / sum(top_ops[name].values())
     expect(
@@ -455,5 +457,5 @@ for name, op in (("pdist", "aten::_pdist_backward"), ("matmul", "aten::mm")):
 # - ``.item()``, ``.cpu()``, ``print(tensor)`` and data-dependent shapes wait for the
 #   device; keep them out of hot loops.
 # - Check that a faster version computes the same thing before timing it, and report
-#   a speed-up with its interval: a gain measured on one device (8.6× on the
-#   notebook's GPU) is not a gain on another until it is measured there.
+#   a speed-up with its interval: a gain measured on one device (the notebook's
+#   GPU) is not a gain on another until it is measured there.

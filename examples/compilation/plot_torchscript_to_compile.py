@@ -15,7 +15,7 @@ Move from TorchScript to torch.compile and torch.export
    :needs: A CPU is enough; the page runs on the CPU even where there is a GPU.
            ``torch.compile`` needs a C++ compiler there, and Inductor keeps what it builds
            in an on-disk cache. The page writes ``model.pt`` and ``model.pt2`` to a new
-           temporary folder, which it leaves in place.
+           temporary folder and deletes it at the end.
 
 TorchScript turned Python functions into graphs that ran without Python and could be
 saved for deployment. It is deprecated now, but it still turns up in older code and in
@@ -193,7 +193,8 @@ from pathlib import Path
 
 model = torch.nn.Sequential(torch.nn.Linear(1, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
 example = torch.randn(8, 1)  # (batch, features)
-workdir = Path(tempfile.mkdtemp())
+scratch = tempfile.TemporaryDirectory()  # deleted at the end of the page
+workdir = Path(scratch.name)
 
 with torchscript_quietly():
     traced_model = torch.jit.trace(model, example)
@@ -397,9 +398,15 @@ print("same output after loading:", torch.equal(reloaded.module()(three), model(
 
 # sphinx_gallery_start_ignore
 assert torch.equal(reloaded.module()(three), model(three))
-import shutil
+# sphinx_gallery_end_ignore
 
-shutil.rmtree(workdir)
+# %%
+# The page is done with its files; it deletes their folder:
+scratch.cleanup()
+print(f"folder still there: {workdir.exists()}")
+
+# sphinx_gallery_start_ignore
+assert not workdir.exists()
 # sphinx_gallery_end_ignore
 
 # %%

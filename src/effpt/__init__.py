@@ -12,6 +12,8 @@ Each module covers one concern:
 * :mod:`effpt.records`: records of measurements, and speed-ups with their uncertainty.
 * :mod:`effpt.expect`: expectations about the machine, measured and printed with a
   verdict, never enforced.
+* :mod:`effpt.claims`: the speed-ups the source material reported, stated once, and
+  held against the records a page names.
 * :mod:`effpt.data`: datasets that DataLoader workers can import (image folders, tar
   shards read exactly once), and writers for the files they read.
 * :mod:`effpt.numerics`: numerically stable softmax, log-softmax and cross-entropy.

@@ -61,6 +61,11 @@ class Record:
         """The record as a JSON-ready dict, its machine as the machine's fields."""
         return {**asdict(self), "machine": self.machine.to_dict()}
 
+    @classmethod
+    def from_dict(cls, data: object) -> Record:
+        """The record :meth:`to_dict` gave, checked; an error says which field is wrong."""
+        return _checked_record(data)
+
 
 @dataclass(frozen=True)
 class Ratio:

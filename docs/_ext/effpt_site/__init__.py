@@ -2,13 +2,13 @@
 
 * :mod:`effpt_site.layout`: where families and pages live.
 * :mod:`effpt_site.outputs`: the one reader of what executing a page left (records,
-  expectations, its stamp, sphinx-gallery's cost file).
+  expectations, claim outcomes, its stamp, sphinx-gallery's cost file).
 * :mod:`effpt_site.hooks`: what sphinx-gallery calls around each example (state resets,
-  the warning policy, memory on CUDA, the records file and the run stamp).
+  the warning policy, memory on CUDA, the files pages record to, and the run stamp).
 * :mod:`effpt_site.before_you_start`: the "before you start" box under each page's title.
 * :mod:`effpt_site.cards`: the landing page's cards.
-* :mod:`effpt_site.measurements`: every record, and the sources' claims
-  (:mod:`effpt_site.claims`) scored.
+* :mod:`effpt_site.measurements`: every record, and each of the sources' claims
+  (:mod:`effpt.claims`) with the outcome its page recorded.
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
   build log's list of those that did not hold.
 * :mod:`effpt_site.page_checks`: checks that fail the build.

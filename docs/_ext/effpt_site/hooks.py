@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from effpt.claims import CLAIMS_ENV
 from effpt.device import this_machine
 from effpt.expect import EXPECTATIONS_ENV
 from effpt.records import RECORDS_ENV
 from effpt_site.outputs import (
+    claims_file,
     expectations_file,
     read_stamp,
     records_file,
@@ -103,9 +105,10 @@ def _restore_filters(saved: list[tuple[Any, ...]]) -> None:
 def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "before") -> None:
     """sphinx-gallery ``reset_modules`` hook: restore everything in :data:`RESET_STATE`.
 
-    Before an example it also names the files that :func:`effpt.bench.compare` and
-    :func:`effpt.expect.expect` append to (emptied, since the example is about to
-    measure afresh) and writes a stamp of when and on which machine the example ran;
+    Before an example it also names the files that :func:`effpt.bench.compare`,
+    :func:`effpt.expect.expect` and :meth:`effpt.claims.Claim.check` append to
+    (emptied, since the example is about to measure afresh) and writes a stamp of when
+    and on which machine the example ran;
     after it, the build's own warning filters come back and, on CUDA, the stamp gets
     the device the page used and its peak GPU memory.
 
@@ -121,6 +124,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     if when == "after":
         os.environ.pop(RECORDS_ENV, None)
         os.environ.pop(EXPECTATIONS_ENV, None)
+        os.environ.pop(CLAIMS_ENV, None)
         _restore_filters(_saved_filters)
         if fname is not None:
             _stamp_device_used(gallery_conf, Path(fname).stem)
@@ -155,6 +159,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         for path, env in (
             (records_file(gallery_conf, stem), RECORDS_ENV),
             (expectations_file(gallery_conf, stem), EXPECTATIONS_ENV),
+            (claims_file(gallery_conf, stem), CLAIMS_ENV),
         ):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("", encoding="utf-8")

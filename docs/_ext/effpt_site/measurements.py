@@ -2,10 +2,10 @@
 
 Pages time their variants with :func:`effpt.bench.compare`, which appends
 :class:`effpt.records.Record` lines to a file per page (the gallery hook names it).
-This module validates those files, lists every record, and scores each speed claim of
-the source material (stated in :mod:`effpt_site.claims`) against the record that
-measures the same thing. A claim is scored only like for like: on the device class the
-source measured on, for the same technique and the same size. Otherwise the table says why it is not comparable.
+This module validates those files and lists every record. Above them it lists each
+speed claim of the source material (stated once, in :mod:`effpt.claims`) with the
+outcome the claim's page recorded when it held its own records against it; the table
+says why where a claim could not be scored like for like.
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
-from effpt.machine import Machine
-from effpt.records import Ratio, Record, format_seconds, read_records, speedup
-from effpt_site.claims import CLAIMS
+from effpt.claims import CLAIMS, Outcome, claim, read_outcomes
+from effpt.records import Record, format_seconds, read_records, speedup
 from effpt_site.i18n import N_, freeze, language_of, translate
 from effpt_site.layout import example_pages
-from effpt_site.outputs import conf_of, record_files, records_file
+from effpt_site.outputs import claim_files, conf_of, record_files, records_file
 
 
 @dataclass(frozen=True)
@@ -53,44 +52,40 @@ def load_records(app) -> list[_Row]:
 #: The words effpt.records.Ratio.verdict gives a speed-up, which the timings table shows.
 RATIO_VERDICTS = (N_("faster"), N_("slower"), N_("inconclusive"))
 
-#: A verdict of "nearly" covers speed-ups within this fraction below the promised one.
-NEARLY = 0.85
+#: The words effpt.claims.Claim.judge scores a claim with, which the claims table shows.
+CLAIM_VERDICTS = (N_("yes"), N_("nearly"), N_("no"), N_("inconclusive"))
 
 
-def verdict(ratio: Ratio, promised: float) -> str:
-    """Score a measured speed-up against a promised one, honest about the noise.
+def load_outcomes(app) -> dict[str, Outcome]:
+    """The outcome each checked claim got in this build, by claim key.
 
-    "yes" when the whole interval reaches the promise, "nearly" when it lies within
-    15 % below it, "no" when it lies wholly below that, and "inconclusive" when the
-    interval straddles one of those lines: another build could land on either side.
-
-    Examples
-    --------
-    >>> from effpt.records import Ratio
-    >>> [verdict(Ratio(v, lo, hi), 2.0) for v, lo, hi in
-    ...  [(2.5, 2.2, 2.8), (1.9, 1.8, 1.95), (1.0, 0.9, 1.1), (2.0, 1.6, 2.4)]]
-    ['yes', 'nearly', 'no', 'inconclusive']
+    A malformed file, a claim checked by a page other than its own, or checked twice,
+    fails the build naming the file.
     """
-    if ratio.low >= promised:
-        return N_("yes")
-    if ratio.high < NEARLY * promised:
-        return N_("no")
-    if ratio.low >= NEARLY * promised and ratio.high < promised:
-        return N_("nearly")
-    return N_("inconclusive")
+    found: dict[str, Outcome] = {}
+    for stem, path in claim_files(app).items():
+        try:
+            outcomes = read_outcomes(path)
+        except ValueError as exc:
+            raise ExtensionError(str(exc)) from exc
+        for outcome in outcomes:
+            page = claim(outcome.key).page
+            if page != stem or outcome.key in found:
+                why = f"belongs to {page}" if page != stem else "was checked twice"
+                msg = f"{path}: claim {outcome.key!r} {why}"
+                raise ExtensionError(msg)
+            found[outcome.key] = outcome
+    return found
 
 
-def _device_class(machine: Machine) -> str:
-    """The device class a claim compares on: "cuda", "mps", or "cpu" for any other."""
-    return machine.kind if machine.kind in ("cuda", "mps") else "cpu"
-
-
-def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
-    """A table of the sources' claims, each with this build's speed-up and a verdict."""
+def claim_lines(app, language: str = "en") -> list[str]:
+    """A table of the sources' claims, each with the outcome its page recorded."""
 
     def t(text: str, **values: object) -> str:
         return translate(language, text, **values)
 
+    outcomes = load_outcomes(app)
+    pages, ran = example_pages(app), set(record_files(app)) | set(claim_files(app))
     caption = t("The source material's speed claims, measured by this build")
     lines = [
         f".. list-table:: {caption}",
@@ -102,32 +97,26 @@ def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
         f"     - {t('This build')}",
         f"     - {t('Met?')}",
     ]
-    for claim in CLAIMS:
-        head = [
-            f"   * - {t(claim.text)}",
-            f"     - {t(claim.source)}",
-            f"     - {claim.promised:.3g}×",
+    for c in CLAIMS:
+        lines += [
+            f"   * - {t(c.text)}",
+            f"     - {t(c.source)}",
+            f"     - {c.promised:.3g}×",
         ]
-        page_rows = [r for r in rows if r.page == claim.page]
-        if not page_rows:  # that page was not executed in this build tree
-            lines += [*head, f"     - {t('not measured')}", "     - —"]
-            continue
-        task = claim.task
-        found = {r.variant: r for r in page_rows if r.task == task}
-        # A page may time a claim's task on the source's device as well as its own.
-        on_device = [
-            r for r in page_rows if r.task == task and _device_class(r.machine) == claim.device
-        ]
-        if on_device:
-            found = {r.variant: r for r in on_device}
-        if not found:
-            msg = f"claim {claim.text!r}: no records of {task!r} on {claim.page}"
+        outcome = outcomes.get(c.key)
+        if outcome is None and c.page in ran:  # the page ran and said nothing about it
+            msg = f"claim {c.key!r}: {c.page} ran but did not check it (effpt.claims.Claim.check)"
             raise ExtensionError(msg)
-        first = next(iter(found.values()))
-        machine = first.machine
-        where = f":doc:`/{first.docname}`, {task}"
-        if _device_class(machine) != claim.device:
-            measured_on = t("a GPU") if claim.device == "cuda" else t("a CPU")
+        if outcome is None:  # that page was not executed in this build tree
+            lines += [f"     - {t('not measured')}", "     - —"]
+            continue
+        machine = outcome.slow.machine
+        where = f":doc:`/{pages[c.page]}`, {outcome.slow.task}"
+        if outcome.fast is None:
+            cell = t("not measured: the faster variant did not run on {machine}", machine=machine)
+            lines += [f"     - {cell}", "     - —"]
+        elif outcome.verdict == "not comparable":
+            measured_on = t("a GPU") if c.device == "cuda" else t("a CPU")
             why = t(
                 "not comparable on this machine: the source measured on {source}, "
                 "this build ran on {machine} ({where})",
@@ -135,29 +124,12 @@ def claim_lines(rows: list[_Row], language: str = "en") -> list[str]:
                 machine=machine,
                 where=where,
             )
-            lines += [*head, f"     - {why}", "     - —"]
-            continue
-        fast = next((v for v in claim.fast.split("|") if v in found), claim.fast)
-        if claim.slow not in found or fast not in found:
-            if claim.optional:
-                missing = t(
-                    "not measured: {variant} did not run on {machine}",
-                    variant=fast,
-                    machine=machine,
-                )
-                lines += [*head, f"     - {missing}", "     - —"]
-                continue
-            msg = (
-                f"claim {claim.text!r}: no records for {claim.slow!r} and {claim.fast!r} "
-                f"of {task!r} on {claim.page}"
+            lines += [f"     - {why}", "     - —"]
+        else:
+            ratio = t(
+                "{ratio} on {machine} ({where})", ratio=outcome.ratio, machine=machine, where=where
             )
-            raise ExtensionError(msg)
-        ratio = speedup(found[claim.slow], found[fast])
-        lines += [
-            *head,
-            f"     - {t('{ratio} on {machine} ({where})', ratio=ratio, machine=machine, where=where)}",
-            f"     - {t(verdict(ratio, claim.promised))}",
-        ]
+            lines += [f"     - {ratio}", f"     - {t(outcome.verdict)}"]
     return lines
 
 
@@ -176,6 +148,8 @@ class MeasurementsDirective(Directive):
         rows = load_records(env.app)
         for row in rows:
             env.note_dependency(str(records_file(conf_of(env.app), row.page)))
+        for path in claim_files(env.app).values():
+            env.note_dependency(str(path))
         lines = [
             f".. list-table:: {t('Every timing in the gallery')}",
             "   :header-rows: 1",
@@ -222,7 +196,7 @@ class MeasurementsDirective(Directive):
             if machines
             else []
         )
-        lines = [*claim_lines(rows, language), "", *intro, *lines]
+        lines = [*claim_lines(env.app, language), "", *intro, *lines]
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="measurements"), container)
         return freeze(container).children

@@ -2,8 +2,9 @@
 
 Every string this extension shows a reader passes through :func:`effpt_site.i18n.translate`
 (or a module's local ``t()`` that calls it), or is marked with :func:`effpt_site.i18n.N_`
-where it is defined away from that call (the claims, the verdict words, the theme's
-texts). :func:`extract` finds them in the package's source; when Sphinx's gettext builder
+where it is defined away from that call (the verdict words, the theme's texts).
+:func:`extract` finds them in the package's source; the sources' claims, which the
+measurements page shows, are data in :mod:`effpt.claims` and are added from there. When Sphinx's gettext builder
 runs (``nox -s translations``) :func:`write_template` writes them to
 ``effpt_site.pot`` beside the pages' templates, and ``sphinx-intl update`` carries them
 into docs/locale/<language>/LC_MESSAGES/effpt_site.po, where translators edit them like
@@ -140,9 +141,14 @@ def template(project: str = "", version: str = ""):
     """The gettext template of the extension's strings, as a babel Catalog."""
     from babel.messages.catalog import Catalog  # noqa: PLC0415  (docs tools only)
 
+    from effpt.claims import CLAIMS  # noqa: PLC0415  (the claims table's text is data)
+
     catalog = Catalog(project=project, version=version, charset="utf-8")
     for message in extract()[0]:
         catalog.add(message.text)
+    for claim in CLAIMS:
+        catalog.add(claim.text)
+        catalog.add(claim.source)
     return catalog
 
 

@@ -4,6 +4,7 @@ Executing a page leaves, inside the generated gallery (``docs/auto_examples``):
 
 * ``_records/<stem>.jsonl``: the timings the page recorded (:mod:`effpt.records`);
 * ``_expectations/<stem>.jsonl``: the expectations it stated (:mod:`effpt.expect`);
+* ``_claims/<stem>.jsonl``: the sources' claims it checked (:mod:`effpt.claims`);
 * ``_records/<stem>.stamp.json``: when and on which machine it ran, and on CUDA the
   most GPU memory torch allocated (written by :mod:`effpt_site.hooks`);
 * ``<family>/<stem>.cost.json``: sphinx-gallery's record of how long it ran.
@@ -53,6 +54,11 @@ def expectations_dir(conf: Mapping[str, Any]) -> Path:
     return _gallery(conf) / "_expectations"
 
 
+def claims_dir(conf: Mapping[str, Any]) -> Path:
+    """The folder, beside the records, where each page's claim outcomes persist."""
+    return _gallery(conf) / "_claims"
+
+
 def records_file(conf: Mapping[str, Any], stem: str) -> Path:
     """The file a page's timings go to (:data:`effpt.records.RECORDS_ENV` names it)."""
     return records_dir(conf) / f"{stem}.jsonl"
@@ -61,6 +67,11 @@ def records_file(conf: Mapping[str, Any], stem: str) -> Path:
 def expectations_file(conf: Mapping[str, Any], stem: str) -> Path:
     """The file a page's expectations go to (:data:`effpt.expect.EXPECTATIONS_ENV`)."""
     return expectations_dir(conf) / f"{stem}.jsonl"
+
+
+def claims_file(conf: Mapping[str, Any], stem: str) -> Path:
+    """The file a page's claim outcomes go to (:data:`effpt.claims.CLAIMS_ENV`)."""
+    return claims_dir(conf) / f"{stem}.jsonl"
 
 
 def record_files(app) -> dict[str, Path]:
@@ -72,6 +83,12 @@ def record_files(app) -> dict[str, Path]:
 def expectation_files(app) -> dict[str, Path]:
     """Each page's expectations file, by page stem (pages never run are absent)."""
     folder = expectations_dir(conf_of(app))
+    return {p.stem: p for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+
+
+def claim_files(app) -> dict[str, Path]:
+    """Each page's claim outcomes file, by page stem (pages never run are absent)."""
+    folder = claims_dir(conf_of(app))
     return {p.stem: p for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
 
 
