@@ -23,7 +23,7 @@ from sphinx.addnodes import pending_xref
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.machine import Machine
-from effpt_site.i18n import freeze, language_of, translate
+from effpt_site.i18n import freeze, language_of, translate, translator
 from effpt_site.layout import example_pages
 
 #: Volatile parts of printed output, replaced before outputs are compared.
@@ -174,8 +174,7 @@ class CompatibilityDirective(Directive):
         env = self.state.document.settings.env
         language = language_of(env.app)
 
-        def t(text: str, **values: object) -> str:
-            return translate(language, text, **values)
+        t = translator(language)
 
         runs = load_matrix(env.srcdir)
         for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):

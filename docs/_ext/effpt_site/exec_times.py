@@ -12,7 +12,7 @@ from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx.util.nodes import nested_parse_with_titles
 
-from effpt_site.i18n import freeze, language_of, translate
+from effpt_site.i18n import freeze, language_of, translator
 from effpt_site.layout import example_pages, generated_dir
 from effpt_site.outputs import conf_of, read_cost, read_stamp, stamp_file
 
@@ -26,8 +26,7 @@ class ExecutionTimesDirective(Directive):
         app = self.state.document.settings.env.app
         language = language_of(app)
 
-        def t(text: str, **values: object) -> str:
-            return translate(language, text, **values)
+        t = translator(language)
 
         generated = generated_dir(app)
         memory = bool(app.config.effpt_memory_measured)

@@ -20,7 +20,7 @@ from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.claims import CLAIMS, Outcome, claim, read_outcomes
 from effpt.records import Record, format_seconds, read_records, speedup
-from effpt_site.i18n import N_, freeze, language_of, translate
+from effpt_site.i18n import N_, freeze, language_of, translator
 from effpt_site.layout import example_pages
 from effpt_site.outputs import claim_files, conf_of, record_files, records_file
 
@@ -81,8 +81,7 @@ def load_outcomes(app) -> dict[str, Outcome]:
 def claim_lines(app, language: str = "en") -> list[str]:
     """A table of the sources' claims, each with the outcome its page recorded."""
 
-    def t(text: str, **values: object) -> str:
-        return translate(language, text, **values)
+    t = translator(language)
 
     outcomes = load_outcomes(app)
     pages, ran = example_pages(app), set(record_files(app)) | set(claim_files(app))
@@ -142,8 +141,7 @@ class MeasurementsDirective(Directive):
         env = self.state.document.settings.env
         language = language_of(env.app)
 
-        def t(text: str, **values: object) -> str:
-            return translate(language, text, **values)
+        t = translator(language)
 
         rows = load_records(env.app)
         for row in rows:
