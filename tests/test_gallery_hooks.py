@@ -82,6 +82,24 @@ def test_records_file_is_named_then_cleared(conf):
         assert '"variant": "a"' in f.read()
 
 
+def test_claims_file_is_named_emptied_and_cleared(conf):
+    from effpt.claims import CLAIMS_ENV, claim, read_outcomes
+
+    gallery.reset_state(conf, "plot_batch_gather.py")
+    path = os.environ[CLAIMS_ENV]
+    assert path.endswith(os.path.join("auto_examples", "_claims", "plot_batch_gather.jsonl"))
+    slow, fast = bench.compare(
+        "t", {"loop": lambda: None, "flat": lambda: None}, device="cpu", show=False
+    )
+    claim("guide: vectorised batch gather").check(slow, fast, show=False)
+    gallery.reset_state(conf, "plot_batch_gather.py", when="after")
+    assert CLAIMS_ENV not in os.environ
+    assert [o.key for o in read_outcomes(path)] == ["guide: vectorised batch gather"]
+    gallery.reset_state(conf, "plot_batch_gather.py")  # a fresh run starts from nothing
+    assert read_outcomes(path) == []
+    gallery.reset_state(conf, "plot_batch_gather.py", when="after")
+
+
 def test_the_stamp_says_when_and_where_and_the_gpu_peak_only_on_cuda(conf):
     gallery.reset_state(conf, "plot_x.py")
     if torch.cuda.is_available():
