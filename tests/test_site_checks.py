@@ -424,7 +424,8 @@ def test_a_gpu_claim_on_a_cpu_build_and_a_fast_variant_that_did_not_run(app, mon
     Path(app.srcdir, "auto", "_claims", "plot_a.jsonl").unlink()
     _check_on_page(app, monkeypatch, "plot_a", (c, _records()[0], None))
     text = "\n".join(measurements.claim_lines(app))
-    assert "not measured: the faster variant did not run on x86_64 CPU" in text
+    assert "not measured: the faster variant was not timed on x86_64 CPU" in text
+    assert "(:doc:`/auto/fam/plot_a`, t)" in text.split("not measured")[1]
 
 
 def test_a_cpu_claim_on_a_gpu_build_names_the_gpu(app, monkeypatch):
@@ -433,4 +434,15 @@ def test_a_cpu_claim_on_a_gpu_build_names_the_gpu(app, monkeypatch):
     text = "\n".join(measurements.claim_lines(app))
     assert (
         "the source measured on a CPU, this build ran on NVIDIA H100 80GB HBM3 · CUDA 12.8" in text
+    )
+
+
+def test_the_timings_name_each_machine_once_with_its_thread_counts():
+    one = Machine("cpu", "x86_64 CPU (AMD EPYC)", 1, None, "2.13.0")
+    two = Machine("cpu", "x86_64 CPU (AMD EPYC)", 2, None, "2.13.0")
+    rows = [measurements._Row(**{**GOOD, "machine": m}) for m in (two, one, H100)]
+    line = measurements._machines_line(rows, lambda text, **values: text.format(**values))
+    assert line == (
+        "All timings below were taken on NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0; "
+        "x86_64 CPU (AMD EPYC) · torch 2.13.0, with 1 or 2 threads."
     )

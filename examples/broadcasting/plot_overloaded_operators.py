@@ -282,7 +282,8 @@ if device.type != "cpu":  # so its size is timed on the CPU too
 
 # %%
 # Below are both speed-ups at each height, and the cost of one row in the indexing
-# loop: the fixed cost of two small operators.
+# loop: mostly the fixed cost of two small operators ("What the unbind loop saves",
+# below, splits it).
 print(
     f"{'rows':>6}  {'per row, m[i] loop':<20}{'unbind loop vs m[i] loop':<38}torch.sum vs m[i] loop"
 )
@@ -299,8 +300,8 @@ for rows, records in timings.items():
 # page and the site's :doc:`/measurements` page both read;
 # :meth:`~effpt.claims.Claim.check` prints each one beside this run's ratio at that
 # size on a CPU, with a verdict: "yes" when the whole interval reaches the claim,
-# "nearly" within 15 % of it, "no" below that, "inconclusive" when the interval
-# straddles either line.
+# "nearly" when it lies within 15 % below it, "no" when it lies lower, "inconclusive"
+# when the interval straddles either line or rests on one sample.
 from effpt.claims import claim
 
 claim("guide: unbind over indexing").check(guide_size["m[i] loop"], guide_size["unbind loop"])
@@ -309,9 +310,10 @@ _ = claim("guide: torch.sum over a row loop").check(
 )
 
 # %%
-# Whether one operator beats a loop of them by a wide margin, and whether ``unbind``
-# beats indexing at all, depends on the machine: both are stated below as expectations
-# at the guide's size and checked against this run.
+# The guide's figures come from one machine; what this site expects of any machine is
+# looser. Whether one operator beats a loop of them by a wide margin, and whether
+# ``unbind`` beats indexing at all, depends on the machine: both are stated below as
+# expectations at the guide's size and checked against this run.
 at_500 = timings[500]
 expect(
     "torch.sum adds up the rows of a (500, 10) matrix more than 10× as fast as the m[i] loop",

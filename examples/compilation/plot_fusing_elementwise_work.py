@@ -131,8 +131,8 @@ assert max_error(fused, reference) < 1e-5
 # TorchScript's fuser, where it still runs
 # ----------------------------------------
 # The notebook fused the IoU with TorchScript's legacy fuser and timed it on a GPU (its
-# claim is checked at the end of this page). Current releases no longer use that fuser
-# by default: a traced or scripted function
+# claim is checked in "The notebook's figures against this machine", below). Current
+# releases no longer use that fuser by default: a traced or scripted function
 # now runs under the *profiling* executor, which fuses with NNC after a few calls. On an
 # NVIDIA GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
 # off by default and would also need an LLVM backend that the standard wheels leave
@@ -321,22 +321,23 @@ if len(thread_counts) > 1:
 # The notebook timed 100,000 pairs on a GPU. Its claim is written once, in
 # :mod:`effpt.claims`, which this page and the site's :doc:`/measurements` page both
 # read; :meth:`~effpt.claims.Claim.check` prints it beside this run's ratio at that
-# size on all threads, or says it was not measured where TorchScript's fuser did not
-# run.
+# size on all threads, or says it was not measured where the fuser made no fusion
+# group and was left out of the timings, as on a CPU with the standard wheels.
 from effpt.claims import claim
 
 fuser = records.get(("TorchScript fuser", 10**5, threads))  # None where it did not run
 _ = claim("notebook: fused box IoU").check(records["eager", 10**5, threads], fuser)
 
 # %%
-# Below, the smallest size, the notebook's and the largest, each speed-up over eager
-# with its interval and verdict, per thread count. At the smallest size both versions
-# pay mostly fixed costs. The compiled function adds its own: a check of its guards and
-# a call into the generated code. On a CPU, where the compilation cell printed that the
-# C++ loop opens an OpenMP parallel region, it opens it on every call, whatever the
-# size, while eager's operations stay on the calling thread below the grain size; with
-# several threads each compiled call then wakes the others. Where the page ran on
-# several threads, the last expectation says what that cost here.
+# Below are, per thread count, each variant's speed-up over eager at the smallest size,
+# the notebook's and the largest, with its interval and verdict, then the compiled
+# kernel's share of the copy's bandwidth at the largest size. At the smallest size both
+# versions pay mostly fixed costs. The compiled function adds its own: a check of its
+# guards and a call into the generated code. On a CPU, where the compilation cell
+# printed that the C++ loop opens an OpenMP parallel region, it opens it on every call,
+# whatever the size, while eager's operations stay on the calling thread below the grain
+# size; with several threads each compiled call then wakes the others. Where the page
+# ran on several threads, the last expectation says what that cost here.
 from effpt.expect import expect
 
 for t in thread_counts:
@@ -352,7 +353,7 @@ share = (
     bandwidth["torch.compile", threads][largest] / bandwidth["copy, same bytes", threads][largest]
 )
 print(
-    f"{largest:,} pairs, {threads} thr: torch.compile reaches {share:.0%} of the copy's bandwidth"
+    f"{largest:,} pairs, {threads} thr: torch.compile reaches {share * 100:.0f} % of the copy's bandwidth"
 )
 
 for t in thread_counts:

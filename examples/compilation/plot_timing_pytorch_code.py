@@ -359,7 +359,8 @@ for g in grads[1:]:
 # The notebook timed both forms on a GPU. Its claim is written once, in
 # :mod:`effpt.claims`, which this page and the site's :doc:`/measurements` page both
 # read; under the table :meth:`~effpt.claims.Claim.check` prints it beside this run's
-# ratio with its interval, and a verdict that says whether the two can be compared.
+# ratio with its interval and a verdict: "not comparable" on any device but a GPU,
+# where the notebook measured; on a GPU, whether this run meets the claim.
 from effpt.claims import claim
 
 
@@ -430,12 +431,12 @@ for name in ("pdist", "matmul"):
 # The ``pdist`` form has one specialised operator for the distances and one,
 # ``aten::_pdist_backward``, for their gradient. The matrix-product form runs
 # ``aten::mm`` and elementwise work on the ``n × n`` matrix, about twice as many
-# entries as there are pairs. On the notebook's GPU, where a matrix product is the
-# cheapest work there is, that trade won by the factor its claim states above. The
-# two expectations below print the share each operator took of its form's time here.
-# Whether the trade pays on another device, and by how much, is not something to
-# assume: the ratio printed above is this machine's answer, and the only way to know
-# yours is to measure on it.
+# entries as there are pairs. On the notebook's GPU, which runs matrix products on
+# hardware built for them, that trade won by the factor in the claim line under the
+# timing table. The two expectations below print the share each operator took of its
+# form's time here. Whether the trade pays on another device, and by how much, is not
+# something to assume: the timing table above gives this machine's answer, and the
+# only way to know yours is to measure on it.
 for name, op in (("pdist", "aten::_pdist_backward"), ("matmul", "aten::mm")):
     percent = 100 * top_ops[name].get(op, 0) / sum(top_ops[name].values())
     expect(

@@ -187,7 +187,7 @@ with torchscript_quietly():
 # A traced :class:`torch.nn.Module` carries its code and its weights in one file that
 # :func:`torch.jit.load` can open without the Python class, in Python or in C++. Both
 # calls are part of the deprecated TorchScript too (recent releases warn on them); the
-# replacement comes at the end of this page.
+# replacement comes in "torch.export for deployment", below.
 import tempfile
 from pathlib import Path
 

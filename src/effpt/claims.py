@@ -9,8 +9,8 @@ page), records the :class:`Outcome`; the site's measurements page lists every cl
 from :data:`CLAIMS` with the outcome its page recorded. The page names the records
 itself, so nothing ties a claim to a record by its task's name.
 
-A claim is scored like for like only: a record from another device class than the
-source's gets "not comparable", and a fast variant that could not run here "not
+A claim is scored like for like only: a record from a device class other than the
+source's gets "not comparable", and a fast variant that was not timed here "not
 measured". Otherwise the ratio's interval decides (see :meth:`Claim.judge`).
 """
 
@@ -38,11 +38,18 @@ __all__ = [
 
 #: Names the JSON-lines file that :meth:`Claim.check` appends to (the site's build sets it).
 CLAIMS_ENV = "EFFPT_CLAIMS_FILE"
-#: What :meth:`Claim.check` can conclude: the first four score a like-for-like ratio.
+#: The verdicts :meth:`Claim.check` can reach (the first four score a like-for-like ratio).
 VERDICTS = ("yes", "nearly", "no", "inconclusive", "not comparable", "not measured")
 #: "nearly" covers speed-ups within this fraction below the promised one.
 NEARLY = 0.85
 _DEVICE_NAMES = {"cpu": "a CPU", "cuda": "a GPU"}
+#: What each verdict on a like-for-like ratio means, as the printed line says it.
+_MEANING = {
+    "yes": "the whole interval reaches the claim",
+    "nearly": "the interval lies within 15 % below the claim",
+    "no": "the interval lies more than 15 % below the claim",
+    "inconclusive": "the interval straddles one of those lines, or rests on one sample",
+}
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,7 @@ class Claim:
     def check(self, slow: Record, fast: Record | None, *, show: bool = True) -> Outcome:
         """Hold this run's ``slow`` and ``fast`` records against the claim; print, record.
 
-        ``fast`` is None when the fast variant could not run here. Both records must
+        ``fast`` is None when the fast variant was not timed here. Both records must
         come from one task and one machine. The outcome is printed unless ``show`` is
         false, and appended to ``$EFFPT_CLAIMS_FILE`` when it is set; it never raises
         on a verdict, only on records that cannot test the claim.
@@ -176,12 +183,12 @@ class Outcome:
     def __str__(self) -> str:
         where = f"{self.slow.task}; {self.slow.machine}"
         if self.fast is None:
-            return f"here: not measured, the faster variant did not run ({where})."
+            return f"here: not measured, the faster variant was not timed ({where})."
         line = f"here: {self.fast.variant} ran {self.ratio} the speed of {self.slow.variant} ({where})."
         if self.verdict == "not comparable":
             source_device = _DEVICE_NAMES[claim(self.key).device]
             return f"{line} Not comparable: the source measured on {source_device}."
-        return f"{line} Claim met: {self.verdict}."
+        return f"{line} Claim met: {self.verdict} ({_MEANING[self.verdict]})."
 
     def to_dict(self) -> dict[str, Any]:
         """The outcome as a JSON-ready dict, its records as theirs."""
@@ -193,6 +200,8 @@ GUIDE = "the Effective PyTorch guide"
 ACDL_NOTEBOOK = "Thomas Viehmann's ACDL 2020 notebook"
 
 #: Every speed claim of the source material, in the order the site lists them.
+#:
+#: :meta hide-value:
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         "guide: unbind over indexing",
@@ -238,7 +247,7 @@ CLAIMS: tuple[Claim, ...] = (
     ),
     Claim(
         "notebook: fused box IoU",
-        "TorchScript's fuser takes the box IoU of 100 000 pairs from 238 µs to 40.3 µs",
+        "TorchScript's fuser takes the box IoU of 100,000 pairs from 238 µs to 40.3 µs",
         ACDL_NOTEBOOK,
         "cuda",
         "plot_fusing_elementwise_work",

@@ -110,9 +110,13 @@ def claim_lines(app, language: str = "en") -> list[str]:
             lines += [f"     - {t('not measured')}", "     - —"]
             continue
         machine = outcome.slow.machine
-        where = f":doc:`/{pages[c.page]}`, {outcome.slow.task}"
+        where = f":doc:`/{pages[c.page]}`{t(', ')}{outcome.slow.task}"
         if outcome.fast is None:
-            cell = t("not measured: the faster variant did not run on {machine}", machine=machine)
+            cell = t(
+                "not measured: the faster variant was not timed on {machine} ({where})",
+                machine=machine,
+                where=where,
+            )
             lines += [f"     - {cell}", "     - —"]
         elif outcome.verdict == "not comparable":
             measured_on = t("a GPU") if c.device == "cuda" else t("a CPU")
@@ -132,22 +136,50 @@ def claim_lines(app, language: str = "en") -> list[str]:
     return lines
 
 
-class MeasurementsDirective(Directive):
-    """The claims table, then one table of every record of the build."""
+def _machines_line(rows: list[_Row], t) -> str:
+    """The machines behind the timings, each named once with the thread counts it ran on."""
+    threads: dict[str, list[int]] = {}
+    for machine in sorted({r.machine for r in rows}, key=lambda m: (str(m), m.threads or 0)):
+        cuda = [f"CUDA {machine.cuda}"] if machine.cuda is not None else []
+        name = " · ".join([machine.name, *cuda, f"torch {machine.torch}"])
+        threads.setdefault(name, [])
+        if machine.threads is not None:
+            threads[name].append(machine.threads)
+    named = [
+        t("{machine}, with {threads} threads", machine=name, threads=t(" or ").join(map(str, n)))
+        if n
+        else name
+        for name, n in threads.items()
+    ]
+    return t("All timings below were taken on {machines}.", machines="; ".join(named))
+
+
+class ClaimsDirective(Directive):
+    """The sources' claims, each with the outcome its page recorded in this build."""
 
     has_content = False
 
     def run(self):
         env = self.state.document.settings.env
-        language = language_of(env.app)
+        for path in claim_files(env.app).values():
+            env.note_dependency(str(path))
+        lines = claim_lines(env.app, language_of(env.app))
+        container = nodes.container()
+        nested_parse_with_titles(self.state, StringList(lines, source="claims"), container)
+        return freeze(container).children
 
-        t = translator(language)
 
+class MeasurementsDirective(Directive):
+    """One table of every record of the build."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        t = translator(language_of(env.app))
         rows = load_records(env.app)
         for row in rows:
             env.note_dependency(str(records_file(conf_of(env.app), row.page)))
-        for path in claim_files(env.app).values():
-            env.note_dependency(str(path))
         lines = [
             f".. list-table:: {t('Every timing in the gallery')}",
             "   :header-rows: 1",
@@ -188,17 +220,13 @@ class MeasurementsDirective(Directive):
             ]
         if not rows:
             lines = [f"*{t('No page of this build recorded a measurement.')}*"]
-        machines = sorted({str(r.machine) for r in rows})
-        intro = (
-            [t("All timings below were taken on {machines}.", machines="; ".join(machines)), ""]
-            if machines
-            else []
-        )
-        lines = [*claim_lines(env.app, language), "", *intro, *lines]
+        intro = [_machines_line(rows, t), ""] if rows else []
+        lines = [*intro, *lines]
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="measurements"), container)
         return freeze(container).children
 
 
 def setup(app) -> None:
+    app.add_directive("effpt-claims", ClaimsDirective)
     app.add_directive("effpt-measurements", MeasurementsDirective)
