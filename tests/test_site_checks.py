@@ -202,6 +202,18 @@ def test_compat_matrix_sorts_versions_and_diffs_only_real_changes(tmp_path):
     assert "-loss 0.25\n+loss 0.26" in compat._diff(runs[1], runs[2], "plot_a")
 
 
+def test_compat_diffs_ignore_which_machine_ran_each_version():
+    from effpt_site import compat
+
+    xeon = Machine("cpu", "x86_64 CPU (Intel(R) Xeon(R) Processor)", 2, None, "2.13.0")
+    epyc = Machine("cpu", "x86_64 CPU (AMD EPYC)", 2, None, "2.15.0")
+    runs = [
+        {"torch": m.torch, "machine": m, "pages": {"plot_a": {"output": f"{m}\nloss 0.25\n"}}}
+        for m in (xeon, epyc)
+    ]
+    assert compat._diff(runs[0], runs[1], "plot_a") == ""
+
+
 def _write_expectations(app, stem, lines):
     folder = Path(app.srcdir) / "auto" / "_expectations"
     folder.mkdir(parents=True, exist_ok=True)

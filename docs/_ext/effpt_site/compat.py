@@ -156,9 +156,13 @@ def _details(summary: str, body: str) -> list[str]:
     return ["", ".. raw:: html", "", f"   {block}", ""]
 
 
+def _output(run: dict, stem: str) -> list[str]:
+    """A page's output in ``run``, masked, its machine's name replaced: runs compare across machines."""
+    return mask(run["pages"][stem]["output"].replace(run["machine"].name, "‹machine›")).splitlines()
+
+
 def _diff(old: dict, new: dict, stem: str) -> str:
-    before = mask(old["pages"][stem]["output"]).splitlines()
-    after = mask(new["pages"][stem]["output"]).splitlines()
+    before, after = _output(old, stem), _output(new, stem)
     lines = difflib.unified_diff(
         before, after, f"torch {old['torch']}", f"torch {new['torch']}", n=1, lineterm=""
     )
