@@ -37,21 +37,29 @@ MASKS = [
     (re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?×"), "‹ratio›"),
     (re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)? ?(?:ns|µs|us|ms|s|min)\b"), "‹time›"),
     (
-        re.compile(r"\d[\d,]*(?:\.\d+)? ?(?:[KMGT]i?B/s|[KMGTP]?FLOP/s|[KMGT]i?B|bytes/s)\b"),
+        re.compile(
+            r"\d[\d,]*(?:\.\d+)? ?(?:[KMGT]i?B/s|[KMGTP]?FLOP/s|[KMGT]i?B|bytes/s|images/s)(?!\w)"
+        ),
         "‹rate›",
     ),
+    (re.compile(r"\d+(?:\.\d+)? ?%"), "‹share›"),  # a profiler's or a timer's share of time
+    # A temporary folder (tempfile's 8 random characters) lies elsewhere on every run.
+    (re.compile(r"(?:/[^\s/'\"]+)*?/(?:tmp|[A-Za-z][\w-]*-)[a-z0-9_]{8}(?=[/\s'\"]|$)"), "‹tmp›"),
+    (re.compile(r"[ \t]+"), " "),  # columns padded to the width of a masked number
 ]
 
 
 def mask(text: str) -> str:
-    """Replace timings, speed-ups, rates and addresses with placeholders.
+    """Replace timings, speed-ups, rates, shares, addresses and temporary folders with placeholders.
 
     Examples
     --------
     >>> mask("slow  2.00 ms  100 µs  4.0× (3.8–4.2) faster at 0x7f3a")
-    'slow  ‹time›  ‹time›  ‹speed-up› at 0x…'
+    'slow ‹time› ‹time› ‹speed-up› at 0x…'
     >>> mask("12.5 GB/s, 3× fewer, torch 2.13.0+cpu")
     '‹rate›, ‹ratio› fewer, torch ‹version›'
+    >>> mask("aten::mm   29.71%  at 6,134 images/s in /tmp/effpt-files-z4g453yb/ckpt.pt")
+    'aten::mm ‹share› at ‹rate› in ‹tmp›/ckpt.pt'
     """
     for pattern, placeholder in MASKS:
         text = pattern.sub(placeholder, text)
