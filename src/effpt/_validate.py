@@ -1,6 +1,42 @@
-"""Argument checks shared by effpt's public functions (private: not part of the API)."""
+"""Argument and file checks shared by effpt's public functions (private: not part of the API)."""
 
 from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def read_json_lines(
+    path: str | os.PathLike[str], what: str, parse: Callable[[object], T]
+) -> list[T]:
+    """Each line of a JSON-lines file, decoded and given to ``parse``.
+
+    A line that is not JSON, or that ``parse`` rejects, raises ``ValueError`` naming
+    ``what`` the line should be, the file and the line number.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "page.jsonl"
+    >>> _ = p.write_text('{"n": 1}\\n{"n": \\n')
+    >>> read_json_lines(p, "count", lambda data: data["n"])
+    Traceback (most recent call last):
+    ...
+    ValueError: malformed count .../page.jsonl:2: Expecting value: line 1 column 7 (char 6)
+    """
+    out = []
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            out.append(parse(json.loads(line)))
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            msg = f"malformed {what} {path}:{number}: {exc}"
+            raise ValueError(msg) from exc
+    return out
 
 
 def check_int(name: str, value: object, minimum: int) -> int:

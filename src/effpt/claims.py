@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from effpt._validate import read_json_lines
 from effpt.records import Ratio, Record, speedup
 
 __all__ = [
@@ -292,19 +293,14 @@ def read_outcomes(path: str | os.PathLike[str]) -> list[Outcome]:
     ...
     ValueError: malformed claim outcome .../page.jsonl:1: "no claim 'guide: anything'; ...
     """
-    out = []
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, 1):
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict) or set(data) != {"key", "verdict", "slow", "fast"}:
-                msg = f"a JSON object with key, verdict, slow and fast, got {line[:80]!r}"
-                raise ValueError(msg)
-            claim(data["key"])
-            slow = Record.from_dict(data["slow"])
-            fast = None if data["fast"] is None else Record.from_dict(data["fast"])
-            out.append(Outcome(data["key"], data["verdict"], slow, fast))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            msg = f"malformed claim outcome {path}:{number}: {exc}"
-            raise ValueError(msg) from exc
-    return out
+
+    def parse(data: object) -> Outcome:
+        if not isinstance(data, dict) or set(data) != {"key", "verdict", "slow", "fast"}:
+            msg = f"a JSON object with key, verdict, slow and fast, got {str(data)[:80]!r}"
+            raise ValueError(msg)
+        claim(data["key"])  # an unknown claim is named before its records are read
+        slow = Record.from_dict(data["slow"])
+        fast = None if data["fast"] is None else Record.from_dict(data["fast"])
+        return Outcome(data["key"], data["verdict"], slow, fast)
+
+    return read_json_lines(path, "claim outcome", parse)

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from effpt._validate import read_json_lines
 from effpt.device import describe
 from effpt.records import Ratio
 
@@ -261,20 +262,15 @@ def read_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
     ValueError: malformed expectation .../page.jsonl:1: missing fields ['bound', 'high', 'low', 'machine', 'side', 'unit', 'value', 'verdict']
     """
     names = {f.name for f in fields(Expectation)}
-    out = []
-    text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), 1):
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                msg = f"a JSON object, got {type(data).__name__}"
-                raise TypeError(msg)
-            missing, extra = sorted(names - data.keys()), sorted(data.keys() - names)
-            if missing or extra:
-                msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
-                raise ValueError(msg)
-            out.append(Expectation(**data))
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            msg = f"malformed expectation {path}:{number}: {exc}"
-            raise ValueError(msg) from exc
-    return out
+
+    def parse(data: object) -> Expectation:
+        if not isinstance(data, dict):
+            msg = f"a JSON object, got {type(data).__name__}"
+            raise TypeError(msg)
+        missing, extra = sorted(names - data.keys()), sorted(data.keys() - names)
+        if missing or extra:
+            msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
+            raise ValueError(msg)
+        return Expectation(**data)
+
+    return read_json_lines(path, "expectation", parse)

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from effpt._validate import read_json_lines
 from effpt.machine import Machine
 
 __all__ = [
@@ -374,12 +375,4 @@ def read_records(path: str | os.PathLike[str]) -> list[Record]:
     ...
     ValueError: malformed measurement record .../page.jsonl:1: quartiles out of order: expected q1_s <= median_s <= q3_s
     """
-    out = []
-    text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), 1):
-        try:
-            out.append(_checked_record(json.loads(line)))
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            msg = f"malformed measurement record {path}:{number}: {exc}"
-            raise ValueError(msg) from exc
-    return out
+    return read_json_lines(path, "measurement record", _checked_record)
