@@ -2,10 +2,11 @@
 
 Pages time their variants with :func:`effpt.bench.compare`, which appends
 :class:`effpt.records.Record` lines to a file per page (the gallery hook names it).
-This module validates those files and lists every record. Above them it lists each
-speed claim of the source material (stated once, in :mod:`effpt.claims`) with the
-outcome the claim's page recorded when it held its own records against it; the table
-says why where a claim could not be scored like for like.
+This module validates those files and lists every record (``effpt-measurements``).
+The ``effpt-claims`` directive lists each speed claim of the source material (stated
+once, in :mod:`effpt.claims`) with the outcome the claim's page recorded when it held
+its own records against it, and says why where a claim could not be scored like for
+like.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ Every string this extension shows a reader passes through :func:`effpt_site.i18n
 (or a module's local ``t()`` that calls it), or is marked with :func:`effpt_site.i18n.N_`
 where it is defined away from that call (the verdict words, the theme's texts).
 :func:`extract` finds them in the package's source; the sources' claims, which the
-measurements page shows, are data in :mod:`effpt.claims` and are added from there. When Sphinx's gettext builder
-runs (``nox -s translations``) :func:`write_template` writes them to
-``effpt_site.pot`` beside the pages' templates, and ``sphinx-intl update`` carries them
+measurements page shows, are data in :mod:`effpt.claims` and are added from there.
+When Sphinx's gettext builder runs (``nox -s translations``) :func:`write_template`
+writes them to ``effpt_site.pot`` beside the pages' templates, and ``sphinx-intl
+update`` carries them
 into docs/locale/<language>/LC_MESSAGES/effpt_site.po, where translators edit them like
 any page's messages. :func:`effpt_site.i18n.translate` reads that catalogue.
 """

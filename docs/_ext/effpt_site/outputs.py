@@ -74,22 +74,24 @@ def claims_file(conf: Mapping[str, Any], stem: str) -> Path:
     return claims_dir(conf) / f"{stem}.jsonl"
 
 
+def _by_page(folder: Path) -> dict[str, Path]:
+    """The JSON-lines files in ``folder``, one per page, by page stem, sorted."""
+    return {p.stem: p for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+
+
 def record_files(app) -> dict[str, Path]:
     """Each page's records file, by page stem, sorted by stem (pages never run are absent)."""
-    folder = records_dir(conf_of(app))
-    return {p.stem: p for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+    return _by_page(records_dir(conf_of(app)))
 
 
 def expectation_files(app) -> dict[str, Path]:
     """Each page's expectations file, by page stem (pages never run are absent)."""
-    folder = expectations_dir(conf_of(app))
-    return {p.stem: p for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+    return _by_page(expectations_dir(conf_of(app)))
 
 
 def claim_files(app) -> dict[str, Path]:
     """Each page's claim outcomes file, by page stem (pages never run are absent)."""
-    folder = claims_dir(conf_of(app))
-    return {p.stem: p for p in sorted(folder.glob("*.jsonl"))} if folder.is_dir() else {}
+    return _by_page(claims_dir(conf_of(app)))
 
 
 def stamp_file(conf: Mapping[str, Any], stem: str) -> Path:
