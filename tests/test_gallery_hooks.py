@@ -205,14 +205,14 @@ class FakeAllocator:
     def free(self, nbytes: int) -> None:
         self.current -= nbytes
 
-    def reset_peak(self, device=None) -> None:
+    def reset_peak(self, _device=None) -> None:
         self.peak = self.current
 
     def patch(self, monkeypatch) -> None:
         monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
         monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
-        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device=None: self.current)
-        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda _device=None: self.current)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda _device=None: self.peak)
         monkeypatch.setattr(torch.cuda, "memory_stats", lambda: {ALLOCATED: self.allocations})
         monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", self.reset_peak)
         monkeypatch.setattr(gallery, "_RESET_PEAK", self.reset_peak, raising=False)
