@@ -8,7 +8,7 @@ from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEventAvg
 from torch.profiler import profile, record_function
 
-from effpt.profiling import ROW_KINDS, rows
+from effpt.profiling import ROW_KINDS, profiler_rows
 
 
 def row(key, device_type, *, label=False, self_device_us=0, count=1, device_memory=0):
@@ -37,11 +37,11 @@ def cuda_profile():
 
 def test_each_kind_gets_its_own_rows():
     events = cuda_profile()
-    assert list(rows(events, "operators")) == ["aten::mm", "cudaLaunchKernel"]
-    assert list(rows(events, "labels")) == ["forward"]
-    assert list(rows(events, "host")) == ["forward", "aten::mm", "cudaLaunchKernel"]
-    assert list(rows(events, "kernels")) == ["sgemm_128x64"]
-    assert list(rows(events, "device labels")) == ["forward"]
+    assert list(profiler_rows(events, "operators")) == ["aten::mm", "cudaLaunchKernel"]
+    assert list(profiler_rows(events, "labels")) == ["forward"]
+    assert list(profiler_rows(events, "host")) == ["forward", "aten::mm", "cudaLaunchKernel"]
+    assert list(profiler_rows(events, "kernels")) == ["sgemm_128x64"]
+    assert list(profiler_rows(events, "device labels")) == ["forward"]
 
 
 def test_the_device_time_of_host_rows_counts_each_kernel_once():
@@ -49,8 +49,8 @@ def test_the_device_time_of_host_rows_counts_each_kernel_once():
     # again as its own row, and added the label's whole span on the device.
     events = cuda_profile()
     assert sum(e.self_device_time_total for e in events) == 450  # the old, biased total
-    assert sum(e.self_device_time_total for e in rows(events, "host").values()) == 100
-    assert sum(e.self_device_time_total for e in rows(events, "kernels").values()) == 100
+    assert sum(e.self_device_time_total for e in profiler_rows(events, "host").values()) == 100
+    assert sum(e.self_device_time_total for e in profiler_rows(events, "kernels").values()) == 100
 
 
 def test_a_labels_memory_is_read_from_its_host_row_not_the_last_row_of_its_name():
@@ -59,26 +59,26 @@ def test_a_labels_memory_is_read_from_its_host_row_not_the_last_row_of_its_name(
     events = cuda_profile()
     last_wins = {e.key: e.device_memory_usage for e in events}
     assert last_wins["forward"] == 0
-    assert rows(events, "labels")["forward"].device_memory_usage == 4096
+    assert profiler_rows(events, "labels")["forward"].device_memory_usage == 4096
 
 
 def test_two_rows_of_one_kind_with_one_name_are_refused():
     events = [row("aten::mm", DeviceType.CPU), row("aten::mm", DeviceType.CPU)]
     with pytest.raises(ValueError, match=r"two 'operators' rows are named 'aten::mm'"):
-        rows(events, "operators")
+        profiler_rows(events, "operators")
 
 
 @pytest.mark.parametrize("kind", ["ops", "", None, "Labels"])
 def test_an_unknown_kind_names_the_kinds(kind):
     with pytest.raises(ValueError, match=r"kind must be one of 'operators'.*got"):
-        rows([], kind)
+        profiler_rows([], kind)
 
 
 def test_on_a_real_cpu_profile_the_kinds_split_the_rows():
     with profile() as prof, record_function("phase"):
         torch.ones(4, 4).sum()
     events = prof.key_averages()
-    by_kind = {kind: rows(events, kind) for kind in ROW_KINDS}
+    by_kind = {kind: profiler_rows(events, kind) for kind in ROW_KINDS}
     assert list(by_kind["labels"]) == ["phase"]
     assert "aten::sum" in by_kind["operators"]
     assert by_kind["kernels"] == by_kind["device labels"] == {}

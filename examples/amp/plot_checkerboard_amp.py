@@ -327,12 +327,12 @@ plt.show()
 # device's (on Apple's MPS the profiler sees only the host queueing the work). On a
 # CPU it is the time each operator took on the calling thread, waiting for the pool's
 # other threads included, so the CPU is profiled twice: with this machine's threads
-# and with one (restored afterwards). The sums take the rows recorded on the CPU thread
-# (:func:`effpt.profiling.rows`): on a GPU each kernel also has a row of its own, whose
-# time its operator's row already holds.
+# and with one (restored afterwards). The sums take the rows recorded on the CPU
+# thread (:func:`effpt.profiling.profiler_rows`): on a GPU each kernel also has a row
+# of its own, whose time its operator's row already holds.
 from torch.profiler import ProfilerActivity, profile
 
-from effpt.profiling import rows
+from effpt.profiling import profiler_rows
 
 on_gpu = device.type == "cuda"
 activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
@@ -355,7 +355,7 @@ def where_time_goes(step, steps: int = 3):
             torch.cuda.synchronize()
     events = prof.key_averages()
     kinds = dict.fromkeys([*KINDS, "other"], 0.0)
-    for e in rows(events, "host").values():  # operators and labels, each kernel once
+    for e in profiler_rows(events, "host").values():  # operators and labels, each kernel once
         kind = next((k for k, parts in KINDS.items() if any(p in e.key for p in parts)), "other")
         kinds[kind] += getattr(e, key) / steps / 1e3  # ms per step
     return kinds, events

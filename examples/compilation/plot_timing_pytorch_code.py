@@ -413,10 +413,10 @@ plt.show()
 # themselves (not counting the operators they called), for one forward and backward
 # of each form. Profile after a warm-up, for the same reason as timing. On a CUDA GPU
 # the table also lists each kernel, whose time its operator's row already holds, so the
-# shares below add up the operators' rows only (:func:`effpt.profiling.rows`).
+# shares below add up the operators' rows only (:func:`effpt.profiling.profiler_rows`).
 from torch.profiler import ProfilerActivity, profile
 
-from effpt.profiling import rows
+from effpt.profiling import profiler_rows
 
 activities = [ProfilerActivity.CPU]
 sort_by = "self_cpu_time_total"
@@ -433,7 +433,7 @@ for name in ("pdist", "matmul"):
         synchronize(device)
     print(f"--- {name} form")
     print(prof.key_averages().table(sort_by=sort_by, row_limit=5, max_name_column_width=28))
-    operators = rows(prof.key_averages(), "operators")
+    operators = profiler_rows(prof.key_averages(), "operators")
     top_ops[name] = {op: getattr(e, sort_by) for op, e in operators.items()}  # op -> time
 
 # %%

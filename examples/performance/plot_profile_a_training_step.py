@@ -95,10 +95,10 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, batches of {b
 # label whose own time, Python between operators, is large; the order is this machine's.
 # On a CUDA GPU the table also has a row per kernel and a second row per label, its span
 # on the device, which holds the kernels it launched rather than time of its own; a sum
-# must take rows of one kind, which :func:`effpt.profiling.rows` picks.
+# must take rows of one kind, which :func:`effpt.profiling.profiler_rows` picks.
 from torch.profiler import ProfilerActivity, profile
 
-from effpt.profiling import rows
+from effpt.profiling import profiler_rows
 
 activities = [ProfilerActivity.CPU]
 if device.type == "cuda":
@@ -112,7 +112,7 @@ by_self = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_
 print(by_name.table(sort_by=by_self, row_limit=8, max_name_column_width=36))
 
 # sphinx_gallery_start_ignore
-labels, operators = rows(by_name, "labels"), rows(by_name, "operators")
+labels, operators = profiler_rows(by_name, "labels"), profiler_rows(by_name, "operators")
 assert all(labels[p].count == 3 for p in PHASES), labels  # each label once per step
 assert operators["aten::linear"].count == 3 * 3, operators  # three Linear layers, three steps
 # sphinx_gallery_end_ignore
@@ -420,7 +420,7 @@ memory = prof.key_averages()
 column = "self_cpu_memory_usage" if on_cpu else "self_cuda_memory_usage"  # cuda: the device's
 print(memory.table(sort_by=column, row_limit=6, max_name_column_width=36))
 field = "cpu_memory_usage" if on_cpu else "device_memory_usage"
-labels = rows(memory, "labels")  # memory is counted on the labels' CPU rows, the GPU's too
+labels = profiler_rows(memory, "labels")  # memory is counted on their CPU rows, the GPU's too
 by_label = {p: getattr(labels[p], field) for p in PHASES}
 print(f"{field} of one step, MB, by phase:", {p: round(by_label[p] / 1e6, 2) for p in PHASES})
 param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())

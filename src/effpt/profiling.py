@@ -9,7 +9,7 @@ its own, while the operator that launched it also carries its time as
 label's whole span on top; reading rows into a dict by name keeps whichever came last.
 On a CPU there is one kind of row per name, which is why such code looks right there.
 
-:func:`rows` picks the rows of one kind, by name:
+:func:`profiler_rows` picks the rows of one kind, by name:
 
 * ``"operators"``: operators, as recorded on the CPU thread (``aten::mm``); their self
   CPU times, and on CUDA their self device times (the kernels each one launched),
@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ROW_KINDS", "rows"]
+__all__ = ["ROW_KINDS", "profiler_rows"]
 
-#: The kinds of row :func:`rows` tells apart.
+#: The kinds of row :func:`profiler_rows` tells apart.
 ROW_KINDS = ("operators", "labels", "host", "kernels", "device labels")
 
 
@@ -48,7 +48,7 @@ def _kind(row: Any) -> str:
     return "device labels" if label else "kernels"
 
 
-def rows(events: Iterable[Any], kind: str) -> dict[str, Any]:
+def profiler_rows(events: Iterable[Any], kind: str) -> dict[str, Any]:
     """The rows of ``events`` (``prof.key_averages()``) of one ``kind``, by name.
 
     ``kind`` is one of :data:`ROW_KINDS`. Two rows of one kind with the same name (from
@@ -62,13 +62,13 @@ def rows(events: Iterable[Any], kind: str) -> dict[str, Any]:
     >>> with profile() as prof:
     ...     with record_function("forward"):
     ...         y = torch.ones(8, 8) @ torch.ones(8, 8)
-    >>> sorted(rows(prof.key_averages(), "labels"))
+    >>> sorted(profiler_rows(prof.key_averages(), "labels"))
     ['forward']
-    >>> "aten::mm" in rows(prof.key_averages(), "operators")
+    >>> "aten::mm" in profiler_rows(prof.key_averages(), "operators")
     True
-    >>> rows(prof.key_averages(), "kernels")  # a CPU run records no device rows
+    >>> profiler_rows(prof.key_averages(), "kernels")  # a CPU run records no device rows
     {}
-    >>> rows(prof.key_averages(), "ops")
+    >>> profiler_rows(prof.key_averages(), "ops")
     Traceback (most recent call last):
     ...
     ValueError: kind must be one of 'operators', 'labels', 'host', 'kernels', 'device labels', got 'ops'
