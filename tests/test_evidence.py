@@ -100,7 +100,10 @@ def test_a_written_record_reads_back_and_is_named_by_its_machine(tmp_path):
             lambda r: r["pages"]["basics/plot_autograd"]["expectations"][0].pop("verdict"),
             "'pages.basics/plot_autograd.expectations[0]': missing fields ['verdict']",
         ),
-        (lambda r: r["pages"].update({"plot_x": r["pages"]["basics/plot_autograd"]}), "'pages.plot_x'"),
+        (
+            lambda r: r["pages"].update({"plot_x": r["pages"]["basics/plot_autograd"]}),
+            "'pages.plot_x'",
+        ),
         (lambda r: r.update(source="a laptop"), "'source'"),
         (lambda r: r.update(created="27.11.2026"), "'created'"),
         (lambda r: r.update(environment={"OMP_NUM_THREADS": 1}), "'environment'"),
@@ -114,7 +117,7 @@ def test_a_bad_record_names_the_file_and_the_field(tmp_path, damage, field):
         evidence.read_evidence(path)
     assert str(caught.value).startswith(f"{path}: field ")
     assert field in str(caught.value)
-    with pytest.raises(evidence.EvidenceError, match="cpu-x.json"):
+    with pytest.raises(evidence.EvidenceError, match=r"cpu-x\.json"):
         evidence.read_all(tmp_path)
 
 
@@ -155,8 +158,17 @@ def gallery(tmp_path: Path) -> tuple[Path, Path]:
     (out / "basics" / "plot_a.py").write_text("# plot_a as it ran\n")
     (out / "basics" / "plot_a.cost.json").write_text('{"time": 2.5, "memory": 0}')
     machine = {k: CPU[k] for k in ("kind", "name", "threads", "cuda", "torch")}
-    stamp = {"executed_at": "2026-11-27 11:00 UTC", "machine": {**machine, "kind": "cuda",
-             "name": "NVIDIA H100", "threads": None, "cuda": "13.0"}, "gpu_peak_mib": 1.5}
+    stamp = {
+        "executed_at": "2026-11-27 11:00 UTC",
+        "machine": {
+            **machine,
+            "kind": "cuda",
+            "name": "NVIDIA H100",
+            "threads": None,
+            "cuda": "13.0",
+        },
+        "gpu_peak_mib": 1.5,
+    }
     (out / "_records").mkdir()
     (out / "_records" / "plot_a.stamp.json").write_text(json.dumps(stamp))
     (out / "_expectations").mkdir()

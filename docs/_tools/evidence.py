@@ -189,10 +189,14 @@ def _check_page(page: str, entry: object, where: object) -> None:
     if seconds is not None and not (_is_number(seconds) and seconds >= 0):
         raise _fail(where, f"{at}.seconds", f"must be null or seconds >= 0, got {seconds!r}")
     peak = entry["peak_gpu_bytes"]
-    if peak is not None and not (isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0):
+    if peak is not None and not (
+        isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0
+    ):
         raise _fail(where, f"{at}.peak_gpu_bytes", f"must be null or an int >= 0, got {peak!r}")
     if entry["device"] is not None and not (isinstance(entry["device"], str) and entry["device"]):
-        raise _fail(where, f"{at}.device", f"must be null or a device type, got {entry['device']!r}")
+        raise _fail(
+            where, f"{at}.device", f"must be null or a device type, got {entry['device']!r}"
+        )
     _check_entries(entry["expectations"], f"{at}.expectations", EXPECTATION_FIELDS, where)
     _check_entries(entry["claims"], f"{at}.claims", CLAIM_FIELDS, where)
 
@@ -366,6 +370,7 @@ def this_machine_fields(device: str | None = None, **overrides: Any) -> dict[str
     ``overrides`` replace fields (a stand-in's ``threads`` and ``capability``).
     """
     import torch  # noqa: PLC0415
+
     from effpt.device import this_machine  # noqa: PLC0415
 
     fields = this_machine(device).to_dict()
@@ -560,7 +565,10 @@ def main(argv: list[str] | None = None) -> int:
     docs.add_argument("docs", nargs="?", type=Path, default=ROOT / "docs")
     standins = sub.add_parser("standins", help="each stand-in's record from its report")
     standins.add_argument(
-        "report", nargs="?", type=Path, default=ROOT / "docs" / "_build" / "standins" / "report.json"
+        "report",
+        nargs="?",
+        type=Path,
+        default=ROOT / "docs" / "_build" / "standins" / "report.json",
     )
     check = sub.add_parser("check", help="check records (default: every committed one)")
     check.add_argument("files", nargs="*", type=Path)
@@ -568,9 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--out", type=Path, default=EVIDENCE_DIR)
     args = parser.parse_args(argv)
     if args.what == "check":
-        records = (
-            {p.stem: read_evidence(p) for p in args.files} if args.files else read_all()
-        )
+        records = {p.stem: read_evidence(p) for p in args.files} if args.files else read_all()
         for name, record in records.items():
             ran = sum(p["ran"] for p in record["pages"].values())
             print(f"{name}: {ran} of {len(record['pages'])} pages ran")
@@ -588,8 +594,10 @@ def main(argv: list[str] | None = None) -> int:
     for path in written:
         record = read_evidence(path)
         ran = sum(p["ran"] for p in record["pages"].values())
-        print(f"Wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
-              f"{ran} of {len(record['pages'])} pages ran")
+        print(
+            f"Wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: "
+            f"{ran} of {len(record['pages'])} pages ran"
+        )
     return 0
 
 

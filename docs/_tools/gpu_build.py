@@ -32,7 +32,6 @@ or Sphinx did (the record tells which), 2 when the machine is not fit to build o
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import shutil
@@ -45,7 +44,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import evidence  # noqa: E402
+import evidence
 
 ROOT = evidence.ROOT
 #: What the build imports, by distribution name (checked before building).
@@ -190,13 +189,19 @@ def check_machine(env: dict[str, str], device: str, log: Log) -> bool:
     )
     fit = True
     if device == "cuda" and not facts["cuda"]:
-        log("EFFPT_DEVICE=cuda but torch.cuda.is_available() is False: not building on CPU fallbacks")
+        log(
+            "EFFPT_DEVICE=cuda but torch.cuda.is_available() is False: not building on CPU fallbacks"
+        )
         fit = False
     compiler = shutil.which(env.get("CXX", "c++")) or shutil.which("g++")
     log(f"C++ compiler: {compiler or 'NONE (torch.compile on the CPU will fail)'}")
     fit = fit and compiler is not None
     versions = subprocess.run(
-        [sys.executable, "-c", _VERSIONS, *NEEDED], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-c", _VERSIONS, *NEEDED],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if versions.returncode != 0:
         log(f"the packages could not be checked:\n{versions.stderr[-3000:]}")
@@ -282,9 +287,7 @@ def run_sphinx(
     command += [str(Path(__file__).resolve().parent), json.dumps(overrides)]
     log(f"building the English site in {docs}, deadline {deadline_s:.0f} s")
     with (out / "build.log").open("a", encoding="utf-8") as sink:
-        child = subprocess.Popen(
-            command, cwd=tree, env=env, stdout=sink, stderr=subprocess.STDOUT
-        )
+        child = subprocess.Popen(command, cwd=tree, env=env, stdout=sink, stderr=subprocess.STDOUT)
         try:
             status: int | None = child.wait(timeout=deadline_s)
         except subprocess.TimeoutExpired:
@@ -351,17 +354,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tree = copy_tree(args.work)
     began = time.monotonic()
-    status, failing = run_sphinx(
-        tree, out, env, device, args.deadline_s, log, args.example
-    )
+    status, failing = run_sphinx(tree, out, env, device, args.deadline_s, log, args.example)
     seconds = time.monotonic() - began
-    log(f"Sphinx {'was stopped' if status is None else f'exited with {status}'} after {seconds:.0f} s")
+    log(
+        f"Sphinx {'was stopped' if status is None else f'exited with {status}'} after {seconds:.0f} s"
+    )
 
     pages = evidence.pages_from_gallery(tree / "docs", root=tree, failures=failing)
     if status is None:
         for entry in pages.values():
             if not entry["ran"] and entry["error"].startswith("not executed"):
-                entry["error"] = f"not reached before the build's deadline of {args.deadline_s:.0f} s"
+                entry["error"] = (
+                    f"not reached before the build's deadline of {args.deadline_s:.0f} s"
+                )
     machine = json.loads((out / "machine.json").read_text())
     (out / "machine.json").unlink()
     source = "gpu build" if machine["kind"] == "cuda" else "docs build"
@@ -375,9 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         + (
             f"ran in {e['seconds']:.1f} s on {e['device']}"
             if e["ran"]
-            else "FAILED"
-            if e["seconds"] is not None
             else "NOT RUN"
+            if e["error"].startswith(("not executed", "not reached"))
+            else "FAILED"
         )
         + (f", peak GPU {e['peak_gpu_bytes'] / 2**20:.0f} MiB" if e["peak_gpu_bytes"] else "")
         + f", {len(e['expectations'])} expectations, {len(e['claims'])} claims"
