@@ -291,20 +291,22 @@ def evidence(session: nox.Session) -> None:
     This machine's from the outputs of the last ``nox -s docs`` (docs/auto_examples);
     each stand-in's from ``nox -s standins``' docs/_build/standins/report.json. Either
     is skipped, with a warning, when its outputs are missing; ``-- docs`` or
-    ``-- standins`` writes only that one. Commit the records (docs/_tools/evidence.py
-    says what they hold).
+    ``-- standins`` writes only that one, ``-- --out DIR`` elsewhere. Commit the
+    records (docs/_tools/evidence.py says what they hold).
     """
     install(session, "docs", "assets")
     tool = str(DOCS / "_tools" / "evidence.py")
-    wanted = session.posargs or ["docs", "standins"]
+    kinds = ("docs", "standins")
+    wanted = [a for a in session.posargs if a in kinds] or list(kinds)
+    options = [a for a in session.posargs if a not in kinds]  # e.g. --out DIR
     if "docs" in wanted:
         if (DOCS / "auto_examples" / "_records").is_dir():
-            session.run("python", tool, "docs", env=RUN_ENV)
+            session.run("python", tool, "docs", *options, env=RUN_ENV)
         else:
             session.warn("docs/auto_examples has no outputs: run `nox -s docs` first")
     if "standins" in wanted:
         if (BUILD / "standins" / "report.json").is_file():
-            session.run("python", tool, "standins", env=RUN_ENV)
+            session.run("python", tool, "standins", *options, env=RUN_ENV)
         else:
             session.warn("docs/_build/standins/report.json is missing: run `nox -s standins`")
 

@@ -247,3 +247,12 @@ def test_records_of_the_standins(tmp_path):
 def test_every_committed_record_is_valid_and_named_by_its_machine():
     for name, record in evidence.read_all().items():
         assert name == evidence.slug(record["machine"], record["standin"])
+
+
+def test_a_page_stopped_while_it_ran_did_not_run(tmp_path):
+    # Its stamp is written before it runs, its cost file only when it passed.
+    root, docs = gallery(tmp_path)
+    (docs / "auto_examples" / "basics" / "plot_a.cost.json").unlink()
+    entry = evidence.pages_from_gallery(docs, root=root)["basics/plot_a"]
+    assert entry["ran"] is False
+    assert "did not finish" in entry["error"]

@@ -481,7 +481,8 @@ def pages_from_gallery(
     Reads through ``effpt_site.outputs`` (its stamps, cost files, expectations and
     claim outcomes). ``failures`` maps a page (``family/plot_x``) to why it failed, as
     the build reported it. A page the build did not execute gets ``ran: false`` and
-    says so; its hash is of the page's source in ``root/examples`` today.
+    says so; its hash is of the page's source in ``root/examples`` today. One with a
+    stamp but neither a cost file nor a failure was stopped while it ran.
     """
     root, docs = Path(root), Path(docs)
     outputs = _outputs(root)
@@ -503,10 +504,15 @@ def pages_from_gallery(
             continue
         peak_mib = stamp.get("gpu_peak_mib")
         machine = stamp.get("machine")
+        # sphinx-gallery writes the cost file of a page that passed; the stamp is written
+        # before the page runs. A stamp without a cost and without a failure: stopped.
+        error = failures.get(page)
+        if error is None and cost is None:
+            error = "did not finish: the build stopped while it ran (no cost file)"
         pages[page] = page_entry(
             source_hash(ran_copy),
-            ran=page not in failures,
-            error=failures.get(page),
+            ran=error is None,
+            error=error,
             seconds=None if cost is None else cost.seconds,
             peak_gpu_bytes=None if peak_mib is None else round(peak_mib * 2**20),
             device=machine.get("kind") if isinstance(machine, dict) else None,

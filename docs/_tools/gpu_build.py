@@ -382,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             if e["ran"]
             else "NOT RUN"
             if e["error"].startswith(("not executed", "not reached"))
+            else "STOPPED"
+            if e["error"].startswith("did not finish")
             else "FAILED"
         )
         + (f", peak GPU {e['peak_gpu_bytes'] / 2**20:.0f} MiB" if e["peak_gpu_bytes"] else "")
