@@ -345,15 +345,18 @@ INDEX = """Site
 
 
 def site(tmp_path) -> Path:
-    """A one-page gallery (fam/plot_a), a measurements page and one fixture record."""
+    """A one-page gallery, a measurements page and one fixture record.
+
+    The page is named as the page of two of effpt.claims's claims, so that they are rows.
+    """
     from effpt_site.page_checks import install_line
 
     family = tmp_path / "examples" / "fam"
     family.mkdir(parents=True)
     (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
-    (family / "GALLERY_HEADER.rst").write_text("Fam\n---\n\n.. reading order:\n   plot_a.py\n")
-    script = SCRIPT.format(install=install_line("plot_a.py"))
-    (family / "plot_a.py").write_text(script, encoding="utf-8")
+    (family / "GALLERY_HEADER.rst").write_text("Fam\n---\n\n.. reading order:\n   plot_batch_gather.py\n")
+    script = SCRIPT.format(install=install_line("plot_batch_gather.py"))
+    (family / "plot_batch_gather.py").write_text(script, encoding="utf-8")
     docs = tmp_path / "docs"
     docs.mkdir()
     ext = str(Path(__file__).resolve().parent.parent / "docs" / "_ext")
@@ -364,11 +367,9 @@ def site(tmp_path) -> Path:
         "Measurements\n============\n\nThe grid\n--------\n\n.. effpt-expectations::\n"
     )
     statement = "the fixture sum beats the loop"
-    write(
-        docs / "records",
-        "slow-box",
-        record(script, expectations=[_expectation(statement, 0.5)], name="Slow"),
-    )
+    data = record(script, expectations=[_expectation(statement, 0.5)], name="Slow")
+    data["pages"] = {"fam/plot_batch_gather": data["pages"]["fam/plot_a"]}
+    write(docs / "records", "slow-box", data)
     return docs
 
 
@@ -384,8 +385,8 @@ def build(docs: Path, out: Path, language: str = "en") -> None:
 @pytest.mark.parametrize(
     ("language", "words"),
     [
-        ("en", ("This build: ", "does not hold", "this expectation on every machine")),
-        ("zh_CN", ("本次构建：", "不成立", "此预期在每台机器上的结果")),
+        ("en", ("This build: ", "does not hold", "this expectation on every machine", "Claim: ")),
+        ("zh_CN", ("本次构建：", "不成立", "此预期在每台机器上的结果", "说法：")),
     ],
 )
 def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_once(
@@ -395,18 +396,20 @@ def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_onc
     out = tmp_path / f"html-{language}"
     build(docs, out, language)
     grid = (out / "measurements.html").read_text(encoding="utf-8")
-    page = (out / "auto" / "fam" / "plot_a.html").read_text(encoding="utf-8")
+    page = (out / "auto" / "fam" / "plot_batch_gather.html").read_text(encoding="utf-8")
     anchor = across.Row(
-        "expect", "fam", "plot_a", "auto/fam/plot_a", "the fixture sum beats the loop"
+        "expect", "fam", "plot_batch_gather", "auto/fam/plot_batch_gather", "the fixture sum beats the loop"
     ).anchor
     assert f'<tr class="row-odd" id="{anchor}">' in grid or f'id="{anchor}"' in grid
-    this_build, missed, link = words
+    this_build, missed, link, claim_row = words
     head = grid[grid.index("<thead>") : grid.index("</thead>")]
     assert this_build in head
     assert head.count("Slow") == 1  # the record's machine, named once, in the header
     body = grid[grid.index("<tbody>") : grid.index("</tbody>")]
     assert "Slow" not in body  # and not in its cells
     assert "0.50× (0.47–0.53) " + missed in body
+    # the page's claims (effpt.claims names plot_batch_gather for two) are rows too
+    assert body.count(claim_row) == 2
     assert f'href="../../measurements.html#{anchor}"' in page
     assert link in page
     # the link sits after the output that printed the verdict

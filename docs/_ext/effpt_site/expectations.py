@@ -162,7 +162,7 @@ def _grid(source: str, grid_rows, cols, t, language) -> nodes.table:
     for row in grid_rows:
         statement = across.statement(row, language)
         if row.kind == "claim":
-            statement = t("Claim: {text}", text=statement)
+            statement = t("Claim: {claim}", claim=statement)
         entries = [
             _entry(_page_link(row.docname, source)),
             _entry(nodes.Text(statement)),
