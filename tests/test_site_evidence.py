@@ -354,7 +354,9 @@ def site(tmp_path) -> Path:
     family = tmp_path / "examples" / "fam"
     family.mkdir(parents=True)
     (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
-    (family / "GALLERY_HEADER.rst").write_text("Fam\n---\n\n.. reading order:\n   plot_batch_gather.py\n")
+    (family / "GALLERY_HEADER.rst").write_text(
+        "Fam\n---\n\n.. reading order:\n   plot_batch_gather.py\n"
+    )
     script = SCRIPT.format(install=install_line("plot_batch_gather.py"))
     (family / "plot_batch_gather.py").write_text(script, encoding="utf-8")
     docs = tmp_path / "docs"
@@ -398,7 +400,11 @@ def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_onc
     grid = (out / "measurements.html").read_text(encoding="utf-8")
     page = (out / "auto" / "fam" / "plot_batch_gather.html").read_text(encoding="utf-8")
     anchor = across.Row(
-        "expect", "fam", "plot_batch_gather", "auto/fam/plot_batch_gather", "the fixture sum beats the loop"
+        "expect",
+        "fam",
+        "plot_batch_gather",
+        "auto/fam/plot_batch_gather",
+        "the fixture sum beats the loop",
     ).anchor
     assert f'<tr class="row-odd" id="{anchor}">' in grid or f'id="{anchor}"' in grid
     this_build, missed, link, claim_row = words
