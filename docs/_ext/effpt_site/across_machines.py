@@ -390,17 +390,16 @@ def link_verdicts(app, doctree) -> None:
         items = nodes.bullet_list(classes=["effpt-verdict-links"])
         for e in shown:
             row = Row("expect", family, stem, docname, e.statement)
+            # The statement names which printed verdict the line is about, and leads to its row.
             link = nodes.reference(
                 "",
-                t("this expectation on every machine"),
+                translate_data(language_of(app), e.statement),
                 refuri=f"{uri}#{row.anchor}",
                 internal=True,
             )
             paragraph = nodes.paragraph()
-            paragraph += nodes.Text(summary(row, cols, t) + " ")
-            paragraph += nodes.Text("(")
             paragraph += link
-            paragraph += nodes.Text(")")
+            paragraph += nodes.Text(" — " + summary(row, cols, t))
             items += nodes.list_item("", paragraph)
         block.parent.insert(block.parent.index(block) + 1, freeze(items))
 
