@@ -77,7 +77,7 @@ def test_a_written_record_reads_back_and_is_named_by_its_machine(tmp_path):
         (lambda r: r.pop("machine"), "'machine': missing"),
         (lambda r: r.update(machine="AMD EPYC, 2 threads"), "'machine': must be a JSON object"),
         (lambda r: r["machine"].pop("torch"), "'machine': missing fields ['torch']"),
-        (lambda r: r["machine"].update(threads=None), "'machine': machine field 'threads'"),
+        (lambda r: r["machine"].update(threads=None), "'machine.threads': machine field 'threads'"),
         (lambda r: r["machine"].update(capability=""), "'machine.capability'"),
         (lambda r: r["machine"].update(flags="avx2"), "'machine.flags'"),
         (

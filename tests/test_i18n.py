@@ -15,8 +15,15 @@ from sphinx.search import _MINIFIED_JS_PATH
 
 from effpt import claims
 from effpt.expect import VERDICTS
-from effpt.records import Ratio
-from effpt_site import catalogues, coverage, expectations, i18n, measurements, messages
+from effpt_site import (
+    across_machines,
+    catalogues,
+    coverage,
+    expectations,
+    i18n,
+    measurements,
+    messages,
+)
 
 HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
 
@@ -114,7 +121,7 @@ FOLLOWED_ELSEWHERE = {
     "c.text",  # effpt.claims's data: messages.template() adds each claim's text and source
     "c.source",
     "outcome.verdict",  # measurements.CLAIM_VERDICTS
-    "ratio.verdict",  # measurements.RATIO_VERDICTS
+    "CELL_VERDICTS[e.verdict]",  # across_machines.CELL_VERDICTS, marked with N_
     "e.verdict",  # expectations._ORDER
 }
 
@@ -128,12 +135,11 @@ def test_every_string_the_extension_shows_is_in_the_template():
     shown = {claim.text for claim in claims.CLAIMS} | {claim.source for claim in claims.CLAIMS}
     shown |= set(i18n.THEME_MESSAGES) | set(i18n.THEME_OPTIONS.values())
     shown |= set(i18n.SWITCH_TITLES.values()) | set(expectations._ORDER)
-    shown |= set(measurements.RATIO_VERDICTS) | set(measurements.CLAIM_VERDICTS)
+    shown |= set(across_machines.CELL_VERDICTS.values()) | set(measurements.CLAIM_VERDICTS)
     assert not shown - ids, f"missing from the template: {shown - ids}"
     assert set(expectations._ORDER) == set(VERDICTS)
     assert claims.VERDICTS[:4] == measurements.CLAIM_VERDICTS  # the others show as "—"
-    ratios = [Ratio(2.0, 1.9, 2.1), Ratio(0.5, 0.4, 0.6), Ratio(1.0, 0.8, 1.2)]
-    assert {r.verdict for r in ratios} == set(measurements.RATIO_VERDICTS)
+    assert set(across_machines.CELL_VERDICTS) == set(VERDICTS)
 
 
 def test_the_extractor_follows_a_variable_and_names_what_it_cannot(tmp_path):

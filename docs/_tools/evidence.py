@@ -146,7 +146,11 @@ def _check_machine(machine: object, where: object) -> None:
     try:
         _machine_class().from_dict({f: machine[f] for f in MACHINE_FIELDS})
     except (TypeError, ValueError) as exc:
-        raise _fail(where, "machine", str(exc)) from None
+        # Machine's message names the field it refused ("machine field 'threads' ..."):
+        # name it in the record's terms too.
+        named = re.search(r"field '(\w+)'", str(exc))
+        field = f"machine.{named.group(1)}" if named else "machine"
+        raise _fail(where, field, str(exc)) from None
     for name in ("cpu_model", "capability"):
         if not isinstance(machine[name], str) or not machine[name].strip():
             got = machine[name]

@@ -9,8 +9,11 @@
 * :mod:`effpt_site.cards`: the landing page's cards.
 * :mod:`effpt_site.measurements`: every record, and each of the sources' claims
   (:mod:`effpt.claims`) with the outcome its page recorded.
-* :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
-  build log's list of those that did not hold.
+* :mod:`effpt_site.expectations`: the grid of every expectation and claim on every
+  machine measured, and the build log's list of those that did not hold here.
+* :mod:`effpt_site.across_machines`: this build's run and the evidence records
+  (``docs/evidence``, read by ``docs/_tools/evidence.py``) as the grid's columns; each
+  page's verdict lines linked to their rows, with how they fared elsewhere.
 * :mod:`effpt_site.page_checks`: checks that fail the build.
 * :mod:`effpt_site.decorations`: each gallery page's torch badge and run stamp.
 * :mod:`effpt_site.exec_times`: the execution-times page.
@@ -41,6 +44,7 @@ import importlib
 #: The extension's modules that register with Sphinx, each by its own ``setup``.
 MODULES = (
     "a11y",
+    "across_machines",
     "api",
     "assets",
     "before_you_start",

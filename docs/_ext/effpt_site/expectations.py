@@ -1,26 +1,30 @@
-"""Every expectation the gallery stated, with this build's verdict, and the build log's summary.
+"""Every expectation and claim of the gallery on every machine measured, and the build log's summary.
 
 Pages state what they expect of the machine with :func:`effpt.expect.expect`; the
 gallery hook names one file per page, read back here through
-:func:`effpt.expect.read_expectations`. The measurements page lists every expectation
-with its verdict; the build log ends with the ones that did not hold here. An
-expectation never fails the build: only a malformed record (a bug in a page) does.
+:func:`effpt.expect.read_expectations`. The measurements page shows the grid
+(``effpt-expectations``): each expectation and claim a row, grouped by family in
+reading order, with this build's run and each evidence record as columns
+(:mod:`effpt_site.across_machines`). The build log ends with the expectations that did
+not hold here. An expectation never fails the build: only a malformed record (a bug in a
+page, or a damaged evidence record) does.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
-from docutils.statemachine import StringList
+from sphinx import addnodes
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
-from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.expect import Expectation, read_expectations
-from effpt_site.i18n import N_, freeze, language_of, translate
-from effpt_site.layout import example_pages
+from effpt_site import across_machines as across
+from effpt_site.i18n import N_, freeze, language_of, lookup, translator
+from effpt_site.layout import example_pages, family_dirs, header_title_and_intro
 from effpt_site.outputs import conf_of, expectation_files, expectations_file
 
 logger = logging.getLogger(__name__)
@@ -55,63 +59,130 @@ def load_expectations(app) -> list[PageExpectation]:
 
 
 class ExpectationsDirective(Directive):
-    """A table of every expectation of the build: page, statement, bound, measured, verdict."""
+    """The grid: every expectation and claim of the gallery, one column per machine measured.
+
+    Rows are grouped by family, in the gallery's reading order; the first column is
+    this build's run, the others the evidence records (:mod:`effpt_site.across_machines`).
+    """
 
     has_content = False
 
     def run(self):
         env = self.state.document.settings.env
-        language = language_of(env.app)
-        rows = load_expectations(env.app)
-        for row in {r.page for r in rows}:
-            env.note_dependency(str(expectations_file(conf_of(env.app), row)))
-        if not rows:
-            text = translate(language, "No page of this build stated an expectation.")
-            lines = [f"*{text}*"]
-        else:
-            counts = {v: sum(r.expectation.verdict == v for r in rows) for v in _ORDER}
-            summary = translate(
-                language,
+        # What the readers below use of the application: its folder and configuration
+        # (BuildEnvironment.app is deprecated).
+        app = SimpleNamespace(srcdir=env.srcdir, config=env.config)
+        language = language_of(app)
+        t = translator(language)
+        mine = load_expectations(app)
+        for row in {r.page for r in mine}:
+            env.note_dependency(str(expectations_file(conf_of(app), row)))
+        for path in across.read_records(app):
+            env.note_dependency(str(path))
+        for source in across.page_sources(app):
+            env.note_dependency(str(source))
+        out: list[nodes.Node] = []
+        if mine:
+            counts = {v: sum(r.expectation.verdict == v for r in mine) for v in _ORDER}
+            summary = t(
                 "{total} expectations: {held} hold here, {failed} do not, {unsure} inconclusive.",
-                total=len(rows),
+                total=len(mine),
                 held=counts["holds here"],
                 failed=counts["does not hold here"],
                 unsure=counts["inconclusive"],
             )
-            lines = [
-                summary,
-                "",
-                f".. list-table:: {translate(language, 'What the pages expect of the machine, and this build’s verdict')}",
-                "   :header-rows: 1",
-                "   :class: effpt-measurements",
-                "",
-                f"   * - {translate(language, 'Page')}",
-                f"     - {translate(language, 'Expectation')}",
-                f"     - {translate(language, 'Expected')}",
-                f"     - {translate(language, 'Measured')}",
-                f"     - {translate(language, 'Verdict')}",
-            ]
-            for row in rows:
-                e = row.expectation
-                lines += [
-                    f"   * - :doc:`/{row.docname}`",
-                    f"     - {_escape(e.statement)}",
-                    f"     - {_escape(e.expected)}",
-                    f"     - {_escape(e.measured)} ({_escape(str(e.machine))})",
-                    f"     - {translate(language, e.verdict)}",
-                ]
-        container = nodes.container()
-        nested_parse_with_titles(self.state, StringList(lines, source="expectations"), container)
-        return freeze(container).children
+        else:
+            summary = t("No page of this build stated an expectation.")
+        out.append(nodes.paragraph(text=summary))
+        gone = across.unknown_pages(app)
+        if gone:
+            listed = t(", ").join(f"{key} ({path.name})" for path, key in gone)
+            text = t("Records also hold pages the gallery no longer has: {pages}.", pages=listed)
+            out.append(nodes.paragraph(text=text, classes=["effpt-gone"]))
+        cols = across.columns(app)
+        grid_rows = across.rows(app, cols)
+        for family in dict.fromkeys(r.family for r in grid_rows):
+            section = nodes.section(ids=[f"evidence-{family}"], names=[f"evidence-{family}"])
+            section += nodes.title(text=family_title(app, family))
+            family_rows = [r for r in grid_rows if r.family == family]
+            section += _grid(env.docname, family_rows, cols, t, language)
+            out.append(section)
+        return [freeze(node) for node in out]
+
+
+def family_title(app, family: str) -> str:
+    """A family's title from its GALLERY_HEADER.rst, in the build's language."""
+    folder = next(f for f in family_dirs(app) if f.name == family)
+    title, _ = header_title_and_intro(folder)
+    gallery = app.config.sphinx_gallery_conf["gallery_dirs"]
+    return lookup(app, f"{gallery}/{family}/index", title) or title
+
+
+#: A cell's class on the measurements page, by the verdict it shows.
+_CELL_CLASS = {
+    "holds here": "effpt-holds",
+    "yes": "effpt-holds",
+    "does not hold here": "effpt-fails",
+    "no": "effpt-fails",
+    "nearly": "effpt-unsure",
+    "inconclusive": "effpt-unsure",
+}
+
+
+def _entry(*children: nodes.Node, classes: tuple[str, ...] = ()) -> nodes.entry:
+    paragraph = nodes.paragraph()
+    for child in children:
+        paragraph += child
+    return nodes.entry("", paragraph, classes=list(classes))
+
+
+def _page_link(docname: str, source: str) -> addnodes.pending_xref:
+    """A link to page ``docname`` named by its title (resolved when the page is written)."""
+    xref = addnodes.pending_xref(
+        "", refdomain="std", reftype="doc", reftarget=f"/{docname}", refexplicit=False
+    )
+    xref["refdoc"] = source
+    xref += nodes.inline("", docname)
+    return xref
+
+
+def _grid(source: str, grid_rows, cols, t, language) -> nodes.table:
+    """One family's table: page, statement, bound, then each machine's value and verdict."""
+    heads = [t("Page"), t("Statement"), t("Expected")] + [c.header(t) for c in cols]
+    table = nodes.table(classes=["effpt-measurements", "effpt-grid"])
+    group = nodes.tgroup(cols=len(heads))
+    table += group
+    for _ in heads:
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    head += nodes.row("", *(_entry(nodes.Text(text)) for text in heads))
+    body = nodes.tbody()
+    group += body
+    for row in grid_rows:
+        statement = across.statement(row, language)
+        if row.kind == "claim":
+            statement = t("Claim: {claim}", claim=statement)
+        entries = [
+            _entry(_page_link(row.docname, source)),
+            _entry(nodes.Text(statement)),
+            _entry(nodes.Text(across.expected(row, cols, t))),
+        ]
+        for col in cols:
+            cell = across.cell(row, col, t)
+            classes = [_CELL_CLASS[cell.verdict]] if cell.verdict in _CELL_CLASS else []
+            text = f"{cell.text} †" if cell.older else cell.text
+            entries.append(
+                _entry(
+                    nodes.Text(text), classes=(*classes, *(["effpt-older"] if cell.older else []))
+                )
+            )
+        body += nodes.row("", *entries, ids=[row.anchor])
+    return table
 
 
 #: effpt.expect.VERDICTS, as the table shows them.
 _ORDER = (N_("holds here"), N_("does not hold here"), N_("inconclusive"))
-
-
-def _escape(text: str) -> str:
-    """Text from a page, safe inside a reST table cell (no inline markup)."""
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("`", "\\`").replace("|", "\\|")
 
 
 def report(app, exception) -> None:

@@ -105,6 +105,22 @@ def translate(language: str | None, text: str, **values: object) -> str:
     return (table[text] or text).format(**values)
 
 
+def translate_data(language: str | None, text: str) -> str:
+    """``text`` that comes from a run (an expectation's statement), in ``language`` if known.
+
+    Such text is not in the code: :func:`effpt_site.messages.template` adds what the
+    evidence records hold. Text no catalogue has yet (a page's new statement) stays
+    English, as an untranslated entry does, instead of failing the build.
+
+    Examples
+    --------
+    >>> translate_data("zh_CN", "a statement no record holds")
+    'a statement no record holds'
+    """
+    table = None if (language or "en") == "en" else _table(language)
+    return (table or {}).get(text) or text
+
+
 def translator(language: str | None) -> Callable[..., str]:
     """``t(text, **values)``: :func:`translate` into ``language``.
 

@@ -20,7 +20,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.claims import CLAIMS, Outcome, claim, read_outcomes
-from effpt.records import Record, format_seconds, read_records, speedup
+from effpt.records import Record, format_seconds, read_records
 from effpt_site.i18n import N_, freeze, language_of, translator
 from effpt_site.layout import example_pages
 from effpt_site.outputs import claim_files, conf_of, record_files, records_file
@@ -49,9 +49,6 @@ def load_records(app) -> list[_Row]:
         rows += [_Row(**vars(r), page=path.stem, docname=pages[path.stem]) for r in records]
     return rows
 
-
-#: The words effpt.records.Ratio.verdict gives a speed-up, which the timings table shows.
-RATIO_VERDICTS = (N_("faster"), N_("slower"), N_("inconclusive"))
 
 #: The words effpt.claims.Claim.judge scores a claim with, which the claims table shows.
 CLAIM_VERDICTS = (N_("yes"), N_("nearly"), N_("no"), N_("inconclusive"))
@@ -192,24 +189,12 @@ class MeasurementsDirective(Directive):
             f"     - {t('Median')}",
             f"     - {t('IQR')}",
             f"     - {t('Repeats')}",
-            f"     - {t('vs baseline')}",
         ]
+        # No ratio column: a task's records may be parts of a whole (a ReLU against the
+        # path it sits in, a forward pass against a training step), which the records
+        # cannot tell from variants of the same work; each page prints the ratios it
+        # means, and the expectations grid holds them against the machines.
         for row in rows:
-            base = next(
-                (
-                    r
-                    for r in rows
-                    if (r.page, r.task, r.variant) == (row.page, row.task, row.baseline)
-                ),
-                None,
-            )
-            if row.variant == row.baseline:
-                versus = t("baseline")
-            elif base is None:
-                versus = "n/a"
-            else:
-                ratio = speedup(base, row)
-                versus = f"{ratio} {t(ratio.verdict)}"
             lines += [
                 f"   * - :doc:`/{row.docname}`",
                 f"     - {row.task}",
@@ -217,7 +202,6 @@ class MeasurementsDirective(Directive):
                 f"     - {format_seconds(row.median_s)}",
                 f"     - {format_seconds(row.iqr_s)}",
                 f"     - {row.repeats} × {row.number}",
-                f"     - {versus}",
             ]
         if not rows:
             lines = [f"*{t('No page of this build recorded a measurement.')}*"]

@@ -4,7 +4,9 @@ Every string this extension shows a reader passes through :func:`effpt_site.i18n
 (or a module's local ``t()`` that calls it), or is marked with :func:`effpt_site.i18n.N_`
 where it is defined away from that call (the verdict words, the theme's texts).
 :func:`extract` finds them in the package's source; the sources' claims, which the
-measurements page shows, are data in :mod:`effpt.claims` and are added from there.
+measurements page shows, are data in :mod:`effpt.claims` and are added from there, and
+the expectation statements the evidence records in docs/evidence hold are added from
+those (:func:`recorded_statements`).
 When Sphinx's gettext builder runs (``nox -s translations``) :func:`write_template`
 writes them to ``effpt_site.pot`` beside the pages' templates, and ``sphinx-intl
 update`` carries them
@@ -150,7 +152,35 @@ def template(project: str = "", version: str = ""):
     for claim in CLAIMS:
         catalog.add(claim.text)
         catalog.add(claim.source)
+    for statement in recorded_statements():
+        catalog.add(statement)
     return catalog
+
+
+#: The evidence records' folder (docs/evidence), whose statements the grid shows.
+EVIDENCE = PACKAGE.parents[1] / "evidence"
+
+
+def recorded_statements(folder: Path = EVIDENCE) -> list[str]:
+    """Every expectation statement the evidence records hold, once each, in file order.
+
+    The measurements page shows them in the reader's language
+    (:func:`effpt_site.i18n.translate_data`); a malformed record fails here as in the build.
+    """
+    import sys  # noqa: PLC0415
+
+    tools = str(PACKAGE.parents[1] / "_tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    import evidence  # noqa: PLC0415  (docs/_tools/evidence.py)
+
+    found: dict[str, None] = {}
+    for data in evidence.read_all(folder).values():
+        for page in data["pages"].values():
+            for item in page["expectations"]:
+                if isinstance(item.get("statement"), str):
+                    found.setdefault(item["statement"])
+    return list(found)
 
 
 def write_template(app, exception) -> None:

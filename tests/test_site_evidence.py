@@ -1,0 +1,404 @@
+"""Evidence records beside this build's run: the reader, the grid, each page's links.
+
+docs/_tools/evidence.py reads the records (docs/evidence/*.json) and names the file and
+field of a bad one; docs/_ext/effpt_site/across_machines.py makes this build and each
+record a column of the measurements page's grid and links each page's verdict lines
+to their rows. The records here are FIXTURES made by the tests (tests/evidence_fixtures
+holds one written by hand): none of them is a real machine's evidence.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import evidence
+import pytest
+from sphinx.errors import ExtensionError
+
+from effpt.expect import expect
+from effpt.machine import Machine
+from effpt_site import across_machines as across
+from effpt_site import messages
+from effpt_site.i18n import translator
+
+FIXTURES = Path(__file__).resolve().parent / "evidence_fixtures"
+CPU = Machine("cpu", "x86_64 CPU (AMD EPYC)", 2, None, "2.13.0")
+PAGE = '"""\nA\n=\n"""\n'
+
+
+def _expectation(statement, value, above=1.0, device="cpu"):
+    ratio = (value, value * 0.95, value * 1.05)
+    return expect(statement, ratio, above=above, device=device, show=False).to_dict()
+
+
+def record(page_source=PAGE, *, expectations=(), claims=(), standin=None, name="Fixture CPU"):
+    """A fixture record of one page, ``fam/plot_a``, run from ``page_source``."""
+    machine = {
+        **Machine("cpu", f"x86_64 CPU ({name})", 4, None, "2.13.0").to_dict(),
+        "cpu_model": name,
+        "capability": "AVX2",
+        "flags": ["avx2", "fma"],
+    }
+    page = {
+        "source_sha256": hashlib.sha256(page_source.encode()).hexdigest(),
+        "ran": True,
+        "error": None,
+        "seconds": 1.5,
+        "peak_gpu_bytes": None,
+        "device": "cpu",
+        "expectations": list(expectations),
+        "claims": list(claims),
+    }
+    return {
+        "format": 1,
+        "machine": machine,
+        "standin": standin,
+        "environment": {},
+        "created": "2026-11-27",
+        "source": "standins" if standin else "docs build",
+        "pages": {"fam/plot_a": page},
+    }
+
+
+def write(folder: Path, name: str, data) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+# -- the reader (docs/_tools/evidence.py) ---------------------------------------------
+
+
+def test_the_hand_written_fixture_reads():
+    (data,) = evidence.read_all(FIXTURES).values()
+    assert data["standin"] == "fixture"
+    assert data["pages"]["fam/plot_a"]["expectations"][0]["verdict"] == "holds here"
+
+
+# Damaged records, each named by file and field: tests/test_evidence.py, beside the reader.
+
+
+# -- the columns and cells (effpt_site/across_machines.py) ----------------------------
+
+
+@pytest.fixture
+def app(tmp_path):
+    """A one-family gallery (page plot_a) with this build's run of it and a records folder."""
+    family = tmp_path / "examples" / "fam"
+    family.mkdir(parents=True)
+    (family / "GALLERY_HEADER.rst").write_text(
+        "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
+    )
+    (family / "plot_a.py").write_text(PAGE, encoding="utf-8")
+    out = tmp_path / "docs" / "auto"
+    (out / "_records").mkdir(parents=True)
+    (out / "_expectations").mkdir()
+    stamp = {"executed_at": "2026-11-27 11:00 UTC", "machine": CPU.to_dict()}
+    (out / "_records" / "plot_a.stamp.json").write_text(json.dumps(stamp), encoding="utf-8")
+    lines = [_expectation("x beats y", 2.0), _expectation("z beats w", 3.0)]
+    (out / "_expectations" / "plot_a.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8"
+    )
+    config = SimpleNamespace(
+        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
+        effpt_families=["fam"],
+        effpt_evidence_dir="evidence",
+        effpt_measurements_doc="measurements",
+        language="en",
+    )
+    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+
+
+def records_dir(app) -> Path:
+    return Path(app.srcdir) / "evidence"
+
+
+T = translator("en")
+
+
+def test_this_build_and_each_record_are_columns_and_every_expectation_a_row(app):
+    write(records_dir(app), "b-box", record(expectations=[_expectation("x beats y", 0.5)]))
+    write(records_dir(app), "a-box", record(expectations=[_expectation("only there", 2.0)]))
+    cols = across.columns(app)
+    assert [c.key for c in cols] == ["this-build", "a-box", "b-box"]
+    assert cols[0].machine == CPU
+    rows = across.rows(app, cols)
+    assert [r.key for r in rows if r.kind == "expect"] == ["x beats y", "z beats w", "only there"]
+    x = rows[0]
+    assert across.cell(x, cols[0], T).text == "2.0× (1.9–2.1) holds"
+    assert across.cell(x, cols[2], T).text == "0.50× (0.47–0.53) does not hold"
+    # a-box ran this version of the page and did not state it: it does not apply there
+    assert across.cell(x, cols[1], T).text == "not applicable here"
+    assert not across.cell(x, cols[2], T).older
+
+
+def test_evidence_from_an_older_version_of_the_page_is_marked_never_current(app):
+    old = record("an older page\n", expectations=[_expectation("x beats y", 2.0)])
+    write(records_dir(app), "box", old)
+    cols = across.columns(app)
+    x = across.rows(app, cols)[0]
+    cell = across.cell(x, cols[1], T)
+    assert cell.older
+    assert cell.text == "2.0× (1.9–2.1) holds"
+    # and the page's sentence does not count it as current evidence
+    assert across.summary(x, cols, T) == (
+        "Not yet recorded on another machine with this version of the page. "
+        "1 more recorded an older version of the page."
+    )
+
+
+def test_the_summary_counts_the_records_and_names_where_it_did_not_hold(app):
+    write(records_dir(app), "a", record(expectations=[_expectation("x beats y", 2.0)], name="A"))
+    write(records_dir(app), "b", record(expectations=[_expectation("x beats y", 0.5)], name="B"))
+    write(
+        records_dir(app),
+        "c",
+        record(standin="one thread", expectations=[_expectation("x beats y", 1.0)]),
+    )
+    cols = across.columns(app)
+    x = across.rows(app, cols)[0]
+    assert across.summary(x, cols, T) == (
+        "Elsewhere: holds on 1 of 3 machines recorded; does not hold on B (AVX2); "
+        "inconclusive on the stand-in one thread."
+    )
+    assert cols[3].header(T) == (
+        "Stand-in one thread: x86_64 CPU (Fixture CPU), 4 threads · AVX2 · torch 2.13.0"
+    )
+
+
+def test_a_claim_from_another_device_class_is_not_applicable_there(app):
+    claims_dir = Path(app.srcdir) / "auto" / "_claims"
+    claims_dir.mkdir()
+    # plot_a stands in for the page of a GPU claim: effpt.claims names its page plot_timing_pytorch_code
+    family = Path(app.srcdir).parent / "examples" / "fam"
+    (family / "plot_a.py").rename(family / "plot_timing_pytorch_code.py")
+    header = family / "GALLERY_HEADER.rst"
+    header.write_text(header.read_text().replace("plot_a.py", "plot_timing_pytorch_code.py"))
+    out = Path(app.srcdir) / "auto"
+    for folder in ("_records", "_expectations"):
+        for p in (out / folder).glob("plot_a*"):
+            p.rename(p.with_name(p.name.replace("plot_a", "plot_timing_pytorch_code")))
+    rec = {
+        "task": "uniformity loss",
+        "variant": "pdist",
+        "median_s": 0.002,
+        "iqr_s": 0.0001,
+        "q1_s": 0.00195,
+        "q3_s": 0.00205,
+        "repeats": 5,
+        "number": 10,
+        "baseline": "pdist",
+        "machine": CPU.to_dict(),
+    }
+    outcome = {
+        "key": "notebook: uniformity loss by matmul",
+        "verdict": "not comparable",
+        "slow": rec,
+        "fast": {**rec, "variant": "matmul", "median_s": 0.001, "q1_s": 0.00095, "q3_s": 0.00105},
+    }
+    (claims_dir / "plot_timing_pytorch_code.jsonl").write_text(json.dumps(outcome) + "\n")
+    cols = across.columns(app)
+    (row,) = [r for r in across.rows(app, cols) if r.kind == "claim"]
+    assert across.cell(row, cols[0], T).text == "not applicable here"
+    assert across.expected(row, cols, T) == "Thomas Viehmann's ACDL 2020 notebook: 8.58×"
+
+
+def test_a_malformed_expectation_inside_a_record_names_file_and_field(app):
+    bad = _expectation("x beats y", 2.0)
+    bad["verdict"] = "maybe"
+    path = write(records_dir(app), "box", record(expectations=[bad]))
+    with pytest.raises(ExtensionError) as info:
+        across.columns(app)
+    message = str(info.value)
+    assert str(path) in message
+    assert "field 'pages['fam/plot_a'].expectations[0]'" in message
+    assert "verdict must be one of" in message
+
+
+def test_a_bad_machine_in_a_record_fails_the_build_naming_file_and_field(app):
+    data = record()
+    data["machine"]["cuda"] = "12.8"  # a CPU with a CUDA version
+    path = write(records_dir(app), "box", data)
+    with pytest.raises(ExtensionError, match=r"box\.json: field 'machine.cuda': machine field 'cuda'"):
+        across.columns(app)
+    assert path.is_file()
+
+
+def test_a_record_of_a_page_that_no_longer_exists_is_reported_not_dropped(app, caplog):
+    data = record(expectations=[_expectation("x beats y", 2.0)])
+    data["pages"]["fam/plot_gone"] = copy.deepcopy(data["pages"]["fam/plot_a"])
+    path = write(records_dir(app), "box", data)
+    assert across.unknown_pages(app) == [(path, "fam/plot_gone")]
+    app.builder = SimpleNamespace(name="html")
+    with caplog.at_level("INFO"):
+        across.report_unknown(app, None)
+    assert f"{path} holds page 'fam/plot_gone', which the gallery no longer has" in caplog.text
+    assert len(across.columns(app)) == 2  # the rest of the record still counts
+
+
+def test_the_catalogue_template_holds_the_records_statements(tmp_path):
+    write(tmp_path, "a", record(expectations=[_expectation("x beats y", 2.0)]))
+    write(
+        tmp_path, "b", record(expectations=[_expectation("x beats y", 0.5), _expectation("q", 2.0)])
+    )
+    assert messages.recorded_statements(tmp_path) == ["x beats y", "q"]
+
+
+def test_row_anchors_are_stable_and_distinct():
+    a = across.Row("expect", "fam", "plot_a_b", "auto/fam/plot_a_b", "x beats y")
+    b = across.Row("expect", "fam", "plot_a_b", "auto/fam/plot_a_b", "x beats z")
+    assert a.anchor.startswith("expect-a-b-")
+    assert a.anchor != b.anchor
+    assert a.anchor == across.Row("expect", "other", "plot_a_b", "d", "x beats y").anchor
+
+
+# -- a one-page site: the grid, and the page's verdict line linked to its row ----------
+
+SCRIPT = '''"""
+Sum faster
+==========
+
+This page compares two sums. {install}
+"""
+
+from effpt.expect import expect
+
+_ = expect("the fixture sum beats the loop", (2.0, 1.9, 2.1), above=1.0, device="cpu")
+
+# %%
+# Summary
+# -------
+#
+# The verdict is printed.
+'''
+
+CONF = """
+import sys
+sys.path.insert(0, {ext!r})
+extensions = ["sphinx_gallery.gen_gallery", "effpt_site.compat", "effpt_site.page_checks",
+              "effpt_site.decorations", "effpt_site.expectations", "effpt_site.across_machines"]
+sphinx_gallery_conf = {{
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto",
+    "filename_pattern": "/plot_",
+    "reset_modules": ("effpt_site.hooks.reset_state",),
+    "reset_modules_order": "both",
+    "min_reported_time": float("inf"),
+    "show_memory": False,
+    "write_computation_times": False,
+}}
+effpt_evidence_dir = "records"
+def setup(app):
+    app.add_config_value("effpt_families", ["fam"], "env")
+"""
+
+INDEX = """Site
+====
+
+.. toctree::
+
+   auto/index
+   measurements
+   compatibility
+"""
+
+
+def site(tmp_path) -> Path:
+    """A one-page gallery, a measurements page and one fixture record.
+
+    The page is named as the page of two of effpt.claims's claims, so that they are rows.
+    """
+    from effpt_site.page_checks import install_line
+
+    family = tmp_path / "examples" / "fam"
+    family.mkdir(parents=True)
+    (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
+    (family / "GALLERY_HEADER.rst").write_text(
+        "Fam\n---\n\n.. reading order:\n   plot_batch_gather.py\n"
+    )
+    script = SCRIPT.format(install=install_line("plot_batch_gather.py"))
+    (family / "plot_batch_gather.py").write_text(script, encoding="utf-8")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    ext = str(Path(__file__).resolve().parent.parent / "docs" / "_ext")
+    (docs / "conf.py").write_text(CONF.format(ext=ext))
+    (docs / "index.rst").write_text(INDEX)
+    (docs / "compatibility.rst").write_text("Compatibility\n=============\n")
+    (docs / "measurements.rst").write_text(
+        "Measurements\n============\n\nThe grid\n--------\n\n.. effpt-expectations::\n"
+    )
+    statement = "the fixture sum beats the loop"
+    data = record(script, expectations=[_expectation(statement, 0.5)], name="Slow")
+    data["pages"] = {"fam/plot_batch_gather": data["pages"]["fam/plot_a"]}
+    write(docs / "records", "slow-box", data)
+    return docs
+
+
+def build(docs: Path, out: Path, language: str = "en") -> None:
+    from sphinx.application import Sphinx
+
+    doctrees = out.parent / f"{out.name}-doctrees"
+    Sphinx(
+        docs, docs, out, doctrees, "html", confoverrides={"language": language}, status=None
+    ).build()
+
+
+@pytest.mark.parametrize(
+    ("language", "words"),
+    [
+        (
+            "en",
+            (
+                "This build: ",
+                "does not hold",
+                "Elsewhere: holds on 0 of 1 machines recorded; does not hold on Slow (AVX2).",
+                "Claim: ",
+            ),
+        ),
+        (
+            "zh_CN",
+            (
+                "本次构建：",
+                "不成立",
+                "其他机器上：在有记录的 1 台机器中的 0 台上成立；在 Slow (AVX2) 上不成立。",
+                "说法：",
+            ),
+        ),
+    ],
+)
+def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_once(
+    tmp_path, language, words
+):
+    docs = site(tmp_path)
+    out = tmp_path / f"html-{language}"
+    build(docs, out, language)
+    grid = (out / "measurements.html").read_text(encoding="utf-8")
+    page = (out / "auto" / "fam" / "plot_batch_gather.html").read_text(encoding="utf-8")
+    anchor = across.Row(
+        "expect",
+        "fam",
+        "plot_batch_gather",
+        "auto/fam/plot_batch_gather",
+        "the fixture sum beats the loop",
+    ).anchor
+    assert f'<tr class="row-odd" id="{anchor}">' in grid or f'id="{anchor}"' in grid
+    this_build, missed, link, claim_row = words
+    head = grid[grid.index("<thead>") : grid.index("</thead>")]
+    assert this_build in head
+    assert head.count("Slow") == 1  # the record's machine, named once, in the header
+    body = grid[grid.index("<tbody>") : grid.index("</tbody>")]
+    assert "Slow" not in body  # and not in its cells
+    assert "0.50× (0.47–0.53) " + missed in body
+    # the page's claims (effpt.claims names plot_batch_gather for two) are rows too
+    assert body.count(claim_row) == 2
+    # the verdict's statement leads to its row, followed by how it fared elsewhere
+    statement = "the fixture sum beats the loop"
+    linked = f'href="../../measurements.html#{anchor}">{statement}</a> — {link}'
+    assert linked in page
+    # the link sits after the output that printed the verdict
+    assert page.index("Expectation: the fixture sum beats the loop") < page.index(anchor)
