@@ -14,7 +14,7 @@ Whitespace is not checked: it draws nothing in any font.
 The browser test (``docs/_tools/browser_check.py``, ``nox -s browser``) runs this on
 every page of both editions. Run alone, it checks only glyphs::
 
-    python docs/_tools/glyphs.py docs/_build/html
+    .nox/browser/bin/python docs/_tools/glyphs.py docs/_build/html
 """
 
 from __future__ import annotations
