@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -213,12 +214,65 @@ def test_the_stylesheet_points_at_the_cut_font(tmp_path):
     with TTFont(tmp_path / "icons.ttf") as font:
         font.flavor = "woff2"
         font.save(tmp_path / "icons.woff2")
-    css = '.fa-magnifying-glass{--fa:"\\f002"}@font-face{font-family:I;src:url(icons.woff2)}'
+    css = (
+        '.fa:before{content:var(--fa)}.fa-magnifying-glass{--fa:"\\f002"}'
+        "@font-face{font-family:I;src:url(icons.woff2)}"
+    )
     out = icons.subset_icon_fonts(css, tmp_path / "site.css")
     (name,) = re.findall(r'url\("([^"]+)"\)', out)
     assert name.startswith("effpt-icons-icons-")
     with TTFont(tmp_path / name) as font:
         assert set(font.getBestCmap()) == {0xF002}
+
+
+def test_icons_reached_through_custom_properties_are_asked_for():
+    # The theme's admonition icons: content names a property, which names another.
+    css = (
+        'html{--pst-icon-info-circle:"\\f05a";--pst-icon-bell:"\\f0f3";'
+        "--pst-icon-admonition-note:var(--pst-icon-info-circle);"
+        "--pst-icon-admonition-default:var(--pst-icon-bell)}"
+        ".admonition>.admonition-title:after{content:var(--pst-icon-admonition-default)}"
+        ".admonition.note>.admonition-title:after{content:var(--pst-icon-admonition-note)}"
+    )
+    assert icons.icon_codepoints(css) == {0xF05A, 0xF0F3}
+
+
+def test_a_property_no_content_uses_asks_for_nothing():
+    css = 'html{--pst-icon-pencil:"\\f303"}.x:after{content:"\\f05a" / ""}'
+    assert icons.icon_codepoints(css) == {0xF05A}
+
+
+def test_declarations_split_outside_strings_and_brackets():
+    assert icons.declarations('content:";" ; --a:var(--b, url(x;y));Color:red') == [
+        ("content", '";"'),
+        ("--a", "var(--b, url(x;y))"),
+        ("color", "red"),
+    ]
+
+
+def _theme_file(*parts):
+    import pydata_sphinx_theme
+
+    root = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    return root.joinpath("static", *parts)
+
+
+def test_the_theme_s_note_keeps_its_icon_in_the_cut_font(tmp_path):
+    """A page with a note (sphinx-gallery's download note is one) gets its circle-info."""
+    from fontTools.ttLib import TTFont
+
+    css = _theme_file("styles", "pydata-sphinx-theme.css").read_text(encoding="utf-8")
+    info = re.search(r"--pst-icon-info-circle:\s*\"(.)\"", css).group(1)
+    words = cssprune.words(['<div class="admonition note"><p class="admonition-title">'])
+    pruned = cssprune.prune(css, words)
+    assert ord(info) in icons.icon_codepoints(pruned)
+    icons.subset_font(
+        _theme_file("vendor", "fontawesome", "webfonts", "fa-solid-900.woff2"),
+        tmp_path / "cut.woff2",
+        icons.icon_codepoints(pruned),
+    )
+    with TTFont(tmp_path / "cut.woff2") as font:
+        assert ord(info) in font.getBestCmap()
 
 
 def test_a_stylesheet_without_icons_is_left_alone(tmp_path):

@@ -106,6 +106,10 @@ def test_badge_sits_under_the_title_and_the_stamp_before_the_footer(
     intro = page.index("This page prints a slope.")
     assert title < badge < intro
     assert not page[title + len("</h1>") : badge].strip()  # nothing between the title and it
+    # sphinx-gallery's download note, written above the title, is moved below it.
+    note = page.index("sphx-glr-download-link-note")
+    assert badge < note < intro
+    assert page.count("sphx-glr-download-link-note") == 1
     stamp = page.index('class="effpt-stamp sphx-glr-timing"')
     assert page.index("The slope is printed.") < stamp < page.index("sphx-glr-footer-example")
     assert executed in page[stamp : stamp + 300]
@@ -129,3 +133,34 @@ def test_sphinx_gallery_writes_its_page_undecorated_and_no_line_reaches_the_cata
     assert 'msgid "Fit a line"' in catalogue  # the page's prose is there
     for line in ("Total running time", "Executed", "torch matrix", "compatibility"):
         assert line not in catalogue
+
+
+def test_the_download_note_moves_below_the_before_you_start_box():
+    from docutils import nodes
+    from docutils.utils import new_document
+    from sphinx.addnodes import only
+
+    from effpt_site.decorations import move_download_note
+
+    doctree = new_document("page")
+    wrapper = only(expr="html")
+    wrapper += nodes.note(
+        "", nodes.paragraph(text="Go to the end"), classes=["sphx-glr-download-link-note"]
+    )
+    doctree += wrapper
+    section = nodes.section()
+    section += nodes.title(text="Title")
+    section += nodes.paragraph(text="badge", classes=["effpt-badge"])
+    section += nodes.container(classes=["effpt-before-you-start"])
+    section += nodes.paragraph(text="First sentence.")
+    doctree += section
+    assert move_download_note(doctree, section)
+    assert [child.tagname for child in doctree.children] == ["section"]
+    assert [child.tagname for child in section.children] == [
+        "title",
+        "paragraph",
+        "container",
+        "only",
+        "paragraph",
+    ]
+    assert not move_download_note(doctree, section)  # nothing left to move

@@ -2,8 +2,10 @@
 
 For every page (landing, each gallery page, API reference, measurements, explanations)
 it fails on: a console error, a failed request, a request to any host but the local
-server, an image that did not decode, a page heavier than the budget, and serious or
-critical accessibility violations found by axe-core. It also searches for "broadcast"
+server, an image that did not decode, a page heavier than the budget, serious or
+critical accessibility violations found by axe-core, and an icon whose code point the
+font the page loaded lacks (a missing-glyph box: :mod:`glyphs`). The glyph check also
+runs on every other page of both editions (search, index, compatibility...). It also searches for "broadcast"
 (and the Chinese edition for 广播) and expects the broadcasting page among the results,
 and follows the language switch from a page to its Chinese version and back. On a
 gallery page in each language it checks the Colab link's form, the before-you-start box
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
+import glyphs
 from chromium import serve, webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -71,11 +74,17 @@ axe.run(document, {resultTypes: ['violations']})
 """
 
 
-def check_page(driver, base: str, path: str, axe_source: str) -> tuple[list[str], list[dict]]:
+def open_page(driver, base: str, path: str) -> None:
     driver.get(f"{base}/{path}")
     WebDriverWait(driver, 30).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
+
+
+def check_page(
+    driver, base: str, path: str, axe_source: str, cmap_of
+) -> tuple[list[str], list[dict]]:
+    open_page(driver, base, path)
     time.sleep(0.3)  # late scripts (search index, theme) settle
     problems = [
         f"console: {e['message']}" for e in driver.get_log("browser") if e["level"] == "SEVERE"
@@ -88,6 +97,7 @@ def check_page(driver, base: str, path: str, axe_source: str) -> tuple[list[str]
     problems += net
     if size > PAGE_BUDGET_BYTES:
         problems.append(f"page weighs {size / 1e6:.2f} MB (budget {PAGE_BUDGET_BYTES / 1e6} MB)")
+    problems += glyphs.check_page(driver, cmap_of)
     driver.execute_script(axe_source)
     violations = driver.execute_async_script(AXE_JS)
     problems += [
@@ -249,11 +259,12 @@ def main() -> int:
     server, base = serve(site)
     base = base.rstrip("/")  # pages below are joined as f"{base}/{path}"
     driver = webdriver(f"/tmp/effpt-chromium-{time.time_ns()}", "--disable-quic")
+    cmap_of = glyphs.site_cmaps(site, f"{base}/")
     failures: dict[str, list[str]] = {}
     all_violations: dict[str, int] = {}
     try:
         for path in pages:
-            problems, violations = check_page(driver, base, path, axe_source)
+            problems, violations = check_page(driver, base, path, axe_source, cmap_of)
             for v in violations:
                 all_violations[f"{v['impact']}: {v['id']}"] = (
                     all_violations.get(f"{v['impact']}: {v['id']}", 0) + 1
@@ -261,6 +272,13 @@ def main() -> int:
             if problems:
                 failures[path] = problems
             print(f"{'FAIL' if problems else 'ok  '} {path}", flush=True)
+        others = [path for path in glyphs.site_pages(site) if path not in set(pages)]
+        for path in others:  # every other page: its icons only
+            open_page(driver, base, path)
+            problems = glyphs.check_page(driver, cmap_of)
+            if problems:
+                failures[path] = problems
+            print(f"{'FAIL' if problems else 'ok  '} {path} (icons only)", flush=True)
         first_example = next((p for p in pages if "/plot_" in p), None)
         for name, path in [
             ("landing", "index.html"),
@@ -294,7 +312,7 @@ def main() -> int:
         driver.quit()
         server.shutdown()
         server.server_close()
-    print(f"\n{len(pages)} pages checked; screenshots in {shots}")
+    print(f"\n{len(pages)} pages checked, {len(others)} more for icons; screenshots in {shots}")
     if all_violations:
         print("axe-core findings (all impacts; pages affected):")
         for key, count in sorted(all_violations.items()):

@@ -4,6 +4,10 @@ Both are doctree nodes added when a page has been read, in the build's language 
 out of the translators' catalogues (their text changes with every run or matrix):
 
 * the badge (:func:`effpt_site.compat.badge`) right under the page's title;
+* sphinx-gallery's "Go to the end to download the full example code" note, which it puts
+  above the title, moves below the "before you start" box (:func:`move_download_note`), so
+  that a phone's first screen shows the title rather than the note; ``effpt.css`` draws it
+  as one muted line;
 * the stamp, when, on which machine and in how long the page ran (and, on CUDA, its
   peak GPU memory), or why it was not executed, where sphinx-gallery would write its
   running time: before the download footer.
@@ -83,6 +87,35 @@ def _drop_sphinx_gallery_timing(doctree: nodes.document) -> None:
         timing.parent.remove(timing)
 
 
+def move_download_note(doctree: nodes.document, section: nodes.section) -> bool:
+    """Move sphinx-gallery's download note from above the title to below the page's box.
+
+    The note (``.. note::`` with the class ``sphx-glr-download-link-note``, inside an
+    ``.. only:: html``) goes right after the "before you start" box, or after the badge
+    when the page has no box. Returns whether it moved a note.
+    """
+    note = next(
+        (n for n in doctree.findall(nodes.note) if "sphx-glr-download-link-note" in n["classes"]),
+        None,
+    )
+    if note is None:
+        return False
+    moved = note.parent if note.parent.tagname == "only" else note
+    if moved.parent is section:
+        return False  # already below the title
+    moved.parent.remove(moved)
+    box = next(
+        (
+            child
+            for child in section.children
+            if "effpt-before-you-start" in child.get("classes", ())
+        ),
+        None,
+    )
+    section.insert(section.index(box) + 1 if box is not None else 2, moved)
+    return True
+
+
 def decorate(app, doctree) -> None:
     """doctree-read hook: a gallery page gets its badge under the title, its stamp at the end."""
     docname = app.env.docname
@@ -93,6 +126,7 @@ def decorate(app, doctree) -> None:
     if section is None:
         return
     section.insert(1, badge(app, stem))
+    move_download_note(doctree, section)
     _drop_sphinx_gallery_timing(doctree)
     cost = read_cost(app.srcdir, docname)
     seconds = cost.seconds if cost is not None else 0.0

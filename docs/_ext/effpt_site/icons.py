@@ -1,13 +1,21 @@
-r"""The theme's icon font, cut down to the icons the site's pages show.
+r"""The theme's icon font, cut down to the glyphs the site's stylesheet asks of it.
 
-The theme draws its icons (search, colour mode, menu, GitHub...) with Font Awesome:
-three fonts of 19-115 KB holding some two thousand glyphs, of which a page shows about
-a dozen. Once the stylesheet keeps only the rules of icons some page names
-(:mod:`effpt_site.cssprune`), the code points those rules draw (``--fa:"\f002"``)
-are exactly the glyphs needed; fontTools' subsetter writes each font with only those,
-and the stylesheet's ``@font-face`` rules point at the small fonts. Reading and writing
+The theme draws its icons (search, colour mode, menu, GitHub, the admonitions' and
+directives' marks...) with Font Awesome: three fonts of 19-115 KB holding some two
+thousand glyphs, of which the site shows a few dozen. What it shows is what the CSS
+asks for: once the stylesheet keeps only the rules that some page can match
+(:mod:`effpt_site.cssprune`), every ``content:`` declaration left in it names the
+characters a pseudo-element draws, either as a string (``content:"\f05a"``) or through
+custom properties (``content:var(--pst-icon-admonition-note)``, which the theme defines
+as ``var(--pst-icon-info-circle)``, which is the glyph; Font Awesome's own classes set
+``--fa:"\f002"`` for ``.fa:before{content:var(--fa)}``). :func:`icon_codepoints` follows
+those references through every definition in the stylesheet, so an admonition, a
+directive or an icon class that some page uses keeps its glyph, and none is listed by
+hand. fontTools' subsetter writes each font with the requested code points it has, and
+the stylesheet's ``@font-face`` rules point at the small fonts. Reading and writing
 WOFF2 needs the ``brotli`` module (the ``assets`` dependency group); without it the
-full fonts stay, and the build says so.
+full fonts stay, and the build says so. The browser test (``nox -s browser``) checks
+in every rendered page that each icon's code point is in the font the page loaded.
 
 The cut fonts are new files beside the theme's, and the ``@font-face`` addresses change
 in the site's stylesheet as :mod:`effpt_site.assets` composes it, before it is written:
@@ -27,27 +35,114 @@ from effpt_site import cssprune
 
 logger = logging.getLogger(__name__)
 
-#: ``--fa:"\f002"`` (and ``--fa--fa:"\f002\f002"`` for two-tone icons).
-_GLYPH = re.compile(r"""--fa(?:-{2}fa)?\s*:\s*(["'])((?:\\[0-9a-fA-F]{1,6}\s?|[^"'\\])+)\1""")
-_ESCAPE = re.compile(r"\\([0-9a-fA-F]{1,6})\s?")
+_ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})\s?|(.))", re.DOTALL)
+_STRING = re.compile(r"""(["'])((?:\\.|(?!\1)[^\\])*)\1""", re.DOTALL)
+_VAR = re.compile(r"var\(\s*(--[\w-]+)\s*(?:,([^()]*(?:\([^()]*\)[^()]*)*))?\)")
 _SRC = re.compile(r"""url\(\s*(['"]?)([^'")]+\.woff2)\1\s*\)""")
 
 
+def _unescape(text: str) -> str:
+    r"""A CSS string's characters: ``\f05a`` and ``\"`` become what they stand for.
+
+    >>> _unescape(r"\f05a\"x") == chr(0xF05A) + '"x'
+    True
+    """
+
+    def char(match: re.Match) -> str:
+        if match.group(1):
+            return chr(int(match.group(1), 16))
+        return "" if match.group(2) == "\n" else match.group(2)
+
+    return _ESCAPE.sub(char, text)
+
+
+def declarations(body: str) -> list[tuple[str, str]]:
+    """A style rule's declarations as (property, value) pairs, in order.
+
+    Semicolons inside strings and brackets do not end a declaration; property names
+    are lower-cased except custom properties (``--x``), which are case-sensitive.
+
+    >>> declarations('color:red;content:"a;b";--Icon:var(--x, ";")')
+    [('color', 'red'), ('content', '"a;b"'), ('--Icon', 'var(--x, ";")')]
+    """
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(body):
+        char = body[i]
+        if char in "\"'":
+            match = _STRING.match(body, i)
+            i = match.end() if match else len(body)
+            continue
+        if char == "\\":
+            i += 2
+            continue
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(depth - 1, 0)
+        elif char == ";" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    parts.append(body[start:])
+    pairs = []
+    for part in parts:
+        name, colon, value = part.partition(":")
+        name = name.strip()
+        if colon and name:
+            pairs.append((name if name.startswith("--") else name.lower(), value.strip()))
+    return pairs
+
+
+def _style_rules(rules: list[cssprune.Rule]):
+    for rule in rules:
+        if isinstance(rule.body, list):
+            yield from _style_rules(rule.body)
+        elif isinstance(rule.body, str) and not rule.at_name:
+            yield rule
+
+
 def icon_codepoints(css: str) -> set[int]:
-    r"""The code points that the stylesheet's icon rules draw.
+    r"""Every code point that a ``content:`` declaration of the stylesheet can draw.
+
+    A value's strings count as they are; each ``var(--name)`` in it counts with every
+    definition of ``--name`` anywhere in the stylesheet (and its fallback), followed
+    through further ``var()`` references. Prune the stylesheet first: then only rules
+    some page can match ask for glyphs.
 
     Examples
     --------
-    >>> sorted(hex(c) for c in icon_codepoints('.fa-x{--fa:"\\f002"}.fa-y{--fa:"\\e521"}'))
+    >>> css = ('html{--icon-info:"\\f05a";--icon-note:var(--icon-info)}'
+    ...        '.admonition.note>.admonition-title:after{content:var(--icon-note)}')
+    >>> [hex(c) for c in icon_codepoints(css)]
+    ['0xf05a']
+    >>> sorted(hex(c) for c in icon_codepoints(
+    ...     '.fa:before{content:var(--fa)}.fa-x{--fa:"\\f002"}.fa-y{--fa:"\\e521"}'))
     ['0xe521', '0xf002']
-    >>> icon_codepoints(".fa-x{--fa:'A'}")
+    >>> icon_codepoints('.x:before{content:var(--nowhere, "A")}.y{--unused:"\\f000"}')
     {65}
     """
+    defined: dict[str, list[str]] = {}
+    contents: list[str] = []
+    for rule in _style_rules(cssprune.parse(css)):
+        for name, value in declarations(rule.body):
+            if name.startswith("--"):
+                defined.setdefault(name, []).append(value)
+            elif name == "content":
+                contents.append(value)
     points: set[int] = set()
-    for match in _GLYPH.finditer(css):
-        value = match.group(2)
-        points.update(int(m.group(1), 16) for m in _ESCAPE.finditer(value))
-        points.update(ord(ch) for ch in _ESCAPE.sub("", value))
+    seen: set[str] = set()
+    pending = list(contents)
+    while pending:
+        value = pending.pop()
+        for match in _STRING.finditer(value):
+            points.update(ord(ch) for ch in _unescape(match.group(2)))
+        for match in _VAR.finditer(_STRING.sub('""', value)):
+            name, fallback = match.group(1), match.group(2)
+            if fallback:
+                pending.append(fallback)
+            if name not in seen:
+                seen.add(name)
+                pending.extend(defined.get(name, []))
     return points
 
 
