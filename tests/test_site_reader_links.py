@@ -228,8 +228,11 @@ def test_the_notebooks_first_cell_installs_effpt_and_keeps_colabs_torch(conf):
     first = conf["sphinx_gallery_conf"]["first_notebook_cell"].splitlines()
     installs = [line for line in first if "pip install" in line]
     # %pip (not !pip) installs into the kernel's own environment; one package, pinned,
-    # and no torch named: pip keeps an installed torch that satisfies effpt's torch>=2.6.
-    assert installs == [f"%pip install effpt=={effpt.__version__}"]
+    # from the site's own packages/ folder, and no torch named: pip keeps an installed
+    # torch that satisfies effpt's torch>=2.6.
+    assert installs == [
+        f"%pip install effpt=={effpt.__version__} --find-links {conf['html_baseurl']}packages/"
+    ]
     assert not any("torch" in line and "install" in line for line in first)
     assert not any("--upgrade" in line or "-U " in line for line in first)
 

@@ -12,6 +12,8 @@
 * :mod:`effpt_site.expectations`: every expectation with this build's verdict, and the
   build log's list of those that did not hold.
 * :mod:`effpt_site.page_checks`: checks that fail the build.
+* :mod:`effpt_site.packages`: the wheel and sdist of effpt that the site serves, which
+  every page's install line names.
 * :mod:`effpt_site.decorations`: each gallery page's torch badge and run stamp.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
@@ -55,6 +57,7 @@ MODULES = (
     "images",
     "measurements",
     "messages",
+    "packages",
     "page_checks",
     "plain_text",
     "reader_links",
