@@ -16,7 +16,9 @@ Train a network in mixed precision and see where its time goes
            bfloat16, and times and profiles the steps at one thread as well. On Apple MPS
            it trains the same board in float32 and float16. On a CUDA GPU it trains a
            512 × 512 board in float32, TF32, float16, bfloat16 and float16 under
-           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU.
+           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. On a CPU
+           without native bfloat16 (AVX512-BF16 or AMX), the bfloat16 step runs on slow
+           fallback kernels and can take many times as long as the float32 one.
 
 Mixed precision is a few extra lines in a training loop. Whether they make a step
 faster depends on the machine: the 16-bit matrix products must run faster there than
@@ -275,9 +277,11 @@ else:
 
 # %%
 # Whether a CPU has native bfloat16 arithmetic decides what its bfloat16 kernels can
-# do: with AVX512-BF16 or AMX the products run in hardware; without them a bfloat16
-# product is computed by converting to float32 and back, and the 16-bit type saves
-# memory traffic at most. The lines below say what this CPU has (on a GPU run, the
+# do: with AVX512-BF16 or AMX the products run in hardware. Without them, a bfloat16
+# product has no fast kernel for every shape in this build of PyTorch: a convolution
+# can fall back to a generic kernel (``aten::_slow_conv2d_forward``, which the profile
+# below then names) and a large matrix product to a generic path too, each many times
+# slower than float32, not merely no faster. The lines below say what this CPU has (on a GPU run, the
 # host's CPU, which did not run the steps).
 from pathlib import Path
 
@@ -384,7 +388,9 @@ assert all(k["conv forward"] > 0 for k in per_kind.values()), per_kind
 # Read the rows against the mechanisms. Autocast adds *copies and casts*: each
 # convolution's float32 weights (and the float32 input of the first one) are converted
 # to 16 bits in the forward pass, and their gradients back to float32 in the backward
-# pass; the float32 columns hold only the copies both variants make. The two
+# pass; the float32 columns hold only the copies that the step makes in any dtype. Those
+# move half the bytes in 16 bits, so where they dominate the row, the 16-bit column's
+# copies and casts can take less time despite the casts it adds. The two
 # *conv* rows are where 16-bit products can win, and whether they do depends on the
 # kernels this build of PyTorch picks for these shapes: a small product may miss the
 # fast 16-bit path, and a 16-bit kernel may split worse over the threads than a
@@ -420,8 +426,8 @@ for name, (dtype, use_tf32, _) in variants.items():
         peaks[kind] = max(rates)
     achieved = flops / by_name[name].median_s
     print(
-        f"{name:<28}{achieved / 1e12:8.3f} TFLOP/s = {achieved / peaks[kind]:6.1%} of "
-        f"the {kind} matmul rate ({peaks[kind] / 1e12:.3f} TFLOP/s)"
+        f"{name:<28}{achieved / 1e12:9.3g} TFLOP/s = {achieved / peaks[kind]:6.1%} of "
+        f"the {kind} matmul rate ({peaks[kind] / 1e12:.3g} TFLOP/s)"
     )
 
 # sphinx_gallery_start_ignore
@@ -431,7 +437,11 @@ assert flops > 0
 # %%
 # The step and the matrix products are timed separately, each with its own noise, so
 # read the shares as rough: one near or above 100 % says that the step runs as fast as
-# a plain matrix product, not faster than the hardware. A share well below it means
+# a plain matrix product, not faster than the hardware. A share far above 100 % says
+# the large product itself ran on a slow path: on a CPU without native bfloat16 its
+# rate can be a small fraction of float32's, so that even a slow step beats it; then
+# the rate, not the step, is the outlier, and the float32 rate is the one to compare
+# with. A share well below it means
 # either that the step spends its time outside the products (the casts, batch norm,
 # ReLU and optimizer rows of the profile above, which do not shrink with 16-bit
 # products), or that its products run far below a large product's rate (small shapes,
