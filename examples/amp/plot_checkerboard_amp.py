@@ -91,13 +91,14 @@ class CheckerNet(nn.Module):
 # partly TF32, and compared with a float32 matmul rate it would compare unlike things.
 # Every step below therefore sets both switches for itself: off for float32 and the
 # 16-bit variants, on for a separate TF32 variant on a GPU. The switches are global,
-# so the context manager puts them back afterwards.
+# so the context manager puts them back afterwards. PyTorch is replacing these two
+# switches with ``fp32_precision`` settings per backend
+# (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); this page keeps the
+# older pair because every torch it supports, back to 2.6, has it.
 from contextlib import contextmanager
 
-print(
-    f"defaults here: cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
-    f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}"
-)
+defaults = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+print(f"defaults here: cudnn.allow_tf32={defaults[0]}, cuda.matmul.allow_tf32={defaults[1]}")
 
 
 @contextmanager
@@ -175,7 +176,7 @@ for name, (dtype, use_tf32, compiled) in variants.items():
 
 # sphinx_gallery_start_ignore
 assert all(torch.isfinite(curve).all() for curve in losses.values()), losses
-assert torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == defaults
 # sphinx_gallery_end_ignore
 
 # %%

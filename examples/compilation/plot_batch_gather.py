@@ -300,12 +300,19 @@ print(
 )
 print("effpt.ops version:  ", batch_gather(tiny, last_but_first).flatten().tolist())
 
+# Row 4 of a four-row element: past its end, into the next element's row 0.
+past_the_end = torch.tensor([[4], [0], [0]], device=device)  # (batch, k)
+print("index 4, flat + offset:", gather_flat(tiny, past_the_end).flatten().tolist(), "<- wrong")
+try:  # on the CPU: on a GPU an index out of range is a device-side assertion, fatal
+    batch_gather(tiny.cpu(), past_the_end.cpu())
+except IndexError as error:
+    print("index 4, effpt.ops version: IndexError:", error)
+
 # sphinx_gallery_start_ignore
 assert gather_loop(tiny, last_but_first).flatten().tolist() == [0.0, 7.0, 11.0]
 assert gather_flat(tiny, last_but_first).flatten().tolist() == [0.0, 3.0, 7.0]
 assert gather_index_select(tiny, last_but_first).flatten().tolist() == [0.0, 3.0, 7.0]
 assert torch.equal(batch_gather(tiny, last_but_first), gather_loop(tiny, last_but_first))
-past_the_end = torch.tensor([[4], [0], [0]], device=device)
 assert gather_flat(tiny, past_the_end).flatten().tolist() == [4.0, 4.0, 8.0]
 # sphinx_gallery_end_ignore
 
