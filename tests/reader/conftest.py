@@ -35,6 +35,7 @@ def served_site():
     server, base = serve(SITE, as_github_pages=True)
     yield server, base
     server.shutdown()
+    server.server_close()
 
 
 @pytest.fixture(scope="session", autouse=True)
