@@ -105,7 +105,9 @@ def test_a_damaged_outcome_names_file_line_and_what_is_wrong(tmp_path, monkeypat
 
 
 def test_a_claim_with_a_device_the_sources_never_used_is_refused():
-    with pytest.raises(ValueError, match="claim 'k': device must be 'cpu', 'cuda' or 'not stated', got 'gpu'"):
+    with pytest.raises(
+        ValueError, match="claim 'k': device must be 'cpu', 'cuda' or 'not stated', got 'gpu'"
+    ):
         claims.Claim("k", "text", "a source", "gpu", "plot_a", 2.0)
 
 

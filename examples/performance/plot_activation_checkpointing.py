@@ -301,11 +301,15 @@ def count(name):
     return hook
 
 
-hooks = [getattr(block, name).register_forward_hook(count(name)) for block in model for name in runs]
+hooks = [
+    getattr(block, name).register_forward_hook(count(name)) for block in model for name in runs
+]
 steps["every block"]()
 for hook in hooks:
     hook.remove()
-print(f"one step, every block checkpointed ({depth} blocks): up ran {runs['up']}×, down {runs['down']}×")
+print(
+    f"one step, every block checkpointed ({depth} blocks): up ran {runs['up']}×, down {runs['down']}×"
+)
 
 # sphinx_gallery_start_ignore
 assert runs == {"up": 2 * depth, "down": depth}, runs

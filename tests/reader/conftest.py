@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from chromium import serve
-from effpt_site import packages
 from page_runner import ROOT
+
+from effpt_site import packages
 
 SITE = ROOT / "docs" / "_build" / "html"
 #: The page whose line the reader's environment is installed with (every page states
@@ -42,7 +43,7 @@ def served_site():
 def installed_as_the_line_says(served_site):
     """The install line of a page, fetched from the server, run as it stands."""
     _, base = served_site
-    with urllib.request.urlopen(base + FIRST_PAGE) as response:  # noqa: S310  (local)
+    with urllib.request.urlopen(base + FIRST_PAGE) as response:
         (command,) = set(packages.stated_commands(response.read().decode("utf-8")))
     python = os.environ["EFFPT_READER_PYTHON"]
     subprocess.run([python, "-m", "pip", "uninstall", "--yes", "--quiet", "effpt"], check=True)

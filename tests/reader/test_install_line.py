@@ -6,8 +6,9 @@ import subprocess
 import urllib.request
 import zipfile
 
-from effpt_site import packages
 from page_runner import ROOT, SCRIPTS
+
+from effpt_site import packages
 
 SITE = ROOT / "docs" / "_build" / "html"
 
@@ -22,8 +23,10 @@ def test_the_line_took_effpt_from_the_site(installed_as_the_line_says, served_si
         [
             str(python),
             "-c",
-            "import effpt, importlib.metadata as m, pathlib; "
-            "print(m.version('effpt')); print(pathlib.Path(effpt.__file__).read_text())",
+            (
+                "import effpt, importlib.metadata as m, pathlib; "
+                "print(m.version('effpt')); print(pathlib.Path(effpt.__file__).read_text())"
+            ),
         ],
         capture_output=True,
         text=True,
@@ -43,7 +46,7 @@ def test_every_page_states_the_line_the_environment_was_installed_with(
     _, base = served_site
     for script in SCRIPTS:
         page = f"auto_examples/{script.parent.name}/{script.stem}.html"
-        with urllib.request.urlopen(base + page) as response:  # noqa: S310  (local)
+        with urllib.request.urlopen(base + page) as response:
             stated = set(packages.stated_commands(response.read().decode("utf-8")))
         assert stated == {command}, page
     notebook = next((SITE / "_downloads").rglob("plot_fitting_a_curve.ipynb"))
