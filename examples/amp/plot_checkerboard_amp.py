@@ -250,9 +250,8 @@ _ = expect(f"{low_name} autocast makes a checkerboard step faster than float32",
 # threads the same two steps are timed again on one thread (the number of threads is
 # restored afterwards); if the two verdicts differ, the thread pool decided the first
 # one, not the arithmetic. A GPU's kernels do not use these threads. The first line
-# prints the load average, where the OS reports it: the threads that ran or waited for
-# a core over the last minute, this page's own included; a value well above the number
-# of cores means that other work competed for them.
+# prints the load average where the OS reports it (what it says:
+# :doc:`/explanations/timing`).
 import os
 
 if hasattr(os, "getloadavg"):

@@ -332,9 +332,8 @@ _ = expect("checkpointing every block costs less than half a step more", slowdow
 # work of each checkpoint gets no faster with more threads, so the ratio can differ
 # between one thread and many. To see whether threads decided the verdict, the two
 # steps are timed again on one thread (the number of threads is restored afterwards).
-# The first line prints the load average where the OS reports it: the average number
-# of threads that ran or waited for a core over the last minute, this page's own
-# included; well above the number of cores, other work competed with these timings.
+# The first line prints the load average where the OS reports it (what it says:
+# :doc:`/explanations/timing`).
 import os
 
 if hasattr(os, "getloadavg"):

@@ -458,8 +458,8 @@ if __name__ == "__main__":
 # How many calls repay the first one depends on everything this page cannot fix: the
 # compiler's speed on the machine, how much the fused kernel saves over eager's eight
 # passes, the device. On a CPU, Inductor writes loops for the vector instructions it
-# finds, unless ``ATEN_CPU_CAPABILITY`` says otherwise: set to ``default``, as on one of
-# this site's machine stand-ins, it writes scalar loops, which can lose to eager's
+# finds, unless ``ATEN_CPU_CAPABILITY`` says otherwise: set to ``default``, the level
+# for CPUs without AVX, it writes scalar loops, which can lose to eager's
 # kernels, and then compiling never pays off. The number below comes from the medians
 # above; the expectation compares 10,000 eager calls against the first compiled call
 # plus 9,999 more, with the quartiles of both timings for its interval.
