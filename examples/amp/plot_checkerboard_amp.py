@@ -438,10 +438,11 @@ assert flops > 0
 # The step and the matrix products are timed separately, each with its own noise, so
 # read the shares as rough: one near or above 100 % says that the step runs as fast as
 # a plain matrix product, not faster than the hardware. A share far above 100 % says
-# the large product itself ran on a slow path: on a CPU without native bfloat16 its
-# rate can be a small fraction of float32's, so that even a slow step beats it; then
-# the rate, not the step, is the outlier, and the float32 rate is the one to compare
-# with. A share well below it means
+# that the large product ran slowly when it was timed: on a busy machine, because
+# other work took the cores just then; in bfloat16 on a CPU without native bfloat16,
+# because its generic path can reach a small fraction of float32's rate, so that even
+# a slow step beats it. Then the rate, not the step, is the outlier. A share well
+# below it means
 # either that the step spends its time outside the products (the casts, batch norm,
 # ReLU and optimizer rows of the profile above, which do not shrink with 16-bit
 # products), or that its products run far below a large product's rate (small shapes,
