@@ -114,6 +114,13 @@ def test_every_built_install_line_names_a_served_version(served):
     assert packages.check_install_lines(served) == 2
 
 
+def test_a_translated_page_whose_line_ends_at_a_full_width_comma_passes(served):
+    """The Chinese pages write ``…/packages/``，再: the comma is no part of the address."""
+    page = _built_page(served, f"先 {packages.install_command()}，再")
+    assert packages.check_install_lines(served) >= 1
+    page.unlink()
+
+
 def test_a_page_naming_a_version_the_site_does_not_serve_fails_the_build(served):
     page = _built_page(served, f"pip install effpt==0.0.1 --find-links {packages.SITE}packages/")
     with pytest.raises(ExtensionError, match=r"plot_a\.html.*effpt==0\.0\.1.*serves 0\.2"):

@@ -34,6 +34,8 @@ FOLDER = "packages"
 _WHEEL = re.compile(r"^effpt-([^-]+)-py3-none-any\.whl$")
 _SDIST = re.compile(r"^effpt-([^-]+)\.tar\.gz$")
 #: An install line as a page shows it: ``pip install effpt==V`` and what follows it.
+#: An address, up to the first character no address holds (a space, a full-width comma).
+_URL = re.compile(r"[A-Za-z0-9:/._~%+\-]+")
 _LINE = re.compile(r"pip install effpt==([^\s`'\"<),]+)([^`'\"<]{0,200})")
 
 
@@ -133,6 +135,8 @@ def stated_commands(text: str, suffix: str = ".html") -> list[str]:
     ...                 '<span class="pre">effpt==1.0</span> <span class="pre">--find-links</span> '
     ...                 '<span class="pre">http://h/packages/</span></code>, then')
     ['pip install effpt==1.0 --find-links http://h/packages/']
+    >>> stated_commands("先 pip install effpt==1.0 --find-links http://h/packages/，再", ".txt")
+    ['pip install effpt==1.0 --find-links http://h/packages/']
     """
     if suffix == ".ipynb":
         cells = json.loads(text).get("cells", [])
@@ -142,8 +146,10 @@ def stated_commands(text: str, suffix: str = ".html") -> list[str]:
     commands = []
     for match in _LINE.finditer(text):
         words = match.group(2).split()[:2]
-        if len(words) == 2 and words[0] == "--find-links":
-            words[1] = words[1].rstrip(".,;")
+        url = _URL.match(words[1]) if len(words) == 2 else None
+        if words[:1] == ["--find-links"] and url:
+            # An address is ASCII: a translated page's full-width comma ends it too.
+            words[1] = url.group(0).rstrip(".,;")
         else:
             words = []
         commands.append(" ".join([f"pip install effpt=={match.group(1)}", *words]))
