@@ -145,16 +145,21 @@ def _reader_python(session: nox.Session) -> Path:
 
 @nox.session
 def reader(session: nox.Session) -> None:
-    """The reader's test: each page alone in an empty folder, with only effpt's wheel installed.
+    """The reader's test: each page alone in an empty folder, with only effpt installed.
 
     Builds the wheel and sdist (``python -m build``) and checks them with ``twine
     check``; installs the wheel under the constraints into a virtual environment of its
-    own, outside the repository; then copies each gallery script alone into an empty
+    own, outside the repository. Then serves the built site (``nox -s docs`` first) on a
+    local port as GitHub Pages would, removes effpt and reinstalls it by running a
+    page's install line as it stands, from the site's own ``packages/`` folder
+    (tests/reader/conftest.py); then copies each gallery script alone into an empty
     folder and runs it with that environment's ``python``, and the pages that start
     processes under fork, forkserver and spawn. Each page's expectations land in
     docs/_build/standins/native for ``nox -s standins``'s report. Options after ``--``
     go to pytest.
     """
+    if not (BUILD / "html" / "packages").is_dir():
+        session.error("No built site with its packages/ folder: run `nox -s docs` first.")
     _install_tools(session, "release")
     session.install("-c", str(CONSTRAINTS), *nox.project.dependency_groups(PYPROJECT, "test"))
     python = _reader_python(session)

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 import effpt
 from effpt_site.hooks import memory_is_measured
+from effpt_site.packages import SITE, install_command
 
 project = "Effective PyTorch"
 author = "The effpt developers"
@@ -43,7 +44,8 @@ myst_heading_anchors = 3
 
 
 myst_substitutions = {
-    "install_line": f"`pip install effpt=={effpt.__version__}`",
+    # effpt's version lives in src/effpt/__init__.py; the line takes it from there.
+    "install_line": f"`{install_command()}`",
 }
 
 # -- HTML ------------------------------------------------------------------------------
@@ -53,7 +55,7 @@ html_static_path = ["_static"]
 # The site's own templates: asset loading, the search button's name, the language switch.
 templates_path = ["_templates"]
 # The hosted site: every page's canonical link and the sitemap's addresses.
-html_baseurl = "https://effpt.github.io/effpt/"
+html_baseurl = SITE
 # Open Graph tags for link previews (sphinxext-opengraph). Their address is html_baseurl's
 # and their description each page's summary (docs/_ext/effpt_site/seo.py). No drawn
 # social cards: the font they are drawn in has no Chinese characters. The template writes
@@ -164,8 +166,9 @@ sphinx_gallery_conf = {
     "min_reported_time": float("inf"),
     "reset_modules": ("matplotlib", "effpt_site.hooks.reset_state"),
     "reset_modules_order": "both",
-    # The notebook's first cell runs the install line every page states.
-    "first_notebook_cell": f"%pip install effpt=={effpt.__version__}\n%matplotlib inline",
+    # The notebook's first cell runs the install line every page states (effpt from the
+    # site's own packages/ folder, effpt_site.packages).
+    "first_notebook_cell": f"%{install_command()}\n%matplotlib inline",
     "abort_on_example_error": False,
     "only_warn_on_example_error": False,
     "matplotlib_animations": False,

@@ -105,5 +105,23 @@ def test_a_damaged_outcome_names_file_line_and_what_is_wrong(tmp_path, monkeypat
 
 
 def test_a_claim_with_a_device_the_sources_never_used_is_refused():
-    with pytest.raises(ValueError, match="claim 'k': device must be 'cpu' or 'cuda', got 'gpu'"):
+    with pytest.raises(
+        ValueError, match="claim 'k': device must be 'cpu', 'cuda' or 'not stated', got 'gpu'"
+    ):
         claims.Claim("k", "text", "a source", "gpu", "plot_a", 2.0)
+
+
+def test_a_claim_whose_source_names_no_device_says_so_and_is_scored_here(capsys):
+    """The guide's TorchScript claim names no device: "not stated", scored on this run's."""
+    c = claims.claim("guide: TorchScript batch gather")
+    assert c.device == "not stated"
+    slow, fast = record("python loop", 1e-2), record("TorchScript loop", 0.89e-2)
+    outcome = c.check(slow, fast)
+    assert outcome.verdict == "yes"
+    out = capsys.readouterr().out
+    assert out.startswith(
+        "The Effective PyTorch guide, device not stated: A TorchScript loop is about 10 %"
+    )
+    assert "on a GPU" not in out
+    fast = record("TorchScript loop", 0.89e-2, H100)
+    assert c.check(record("python loop", 1e-2, H100), fast, show=False).verdict == "yes"

@@ -228,8 +228,11 @@ def test_the_notebooks_first_cell_installs_effpt_and_keeps_colabs_torch(conf):
     first = conf["sphinx_gallery_conf"]["first_notebook_cell"].splitlines()
     installs = [line for line in first if "pip install" in line]
     # %pip (not !pip) installs into the kernel's own environment; one package, pinned,
-    # and no torch named: pip keeps an installed torch that satisfies effpt's torch>=2.6.
-    assert installs == [f"%pip install effpt=={effpt.__version__}"]
+    # from the site's own packages/ folder, and no torch named: pip keeps an installed
+    # torch that satisfies effpt's torch>=2.6.
+    assert installs == [
+        f"%pip install effpt=={effpt.__version__} --find-links {conf['html_baseurl']}packages/"
+    ]
     assert not any("torch" in line and "install" in line for line in first)
     assert not any("--upgrade" in line or "-U " in line for line in first)
 
@@ -501,3 +504,18 @@ def test_before_you_start_box_is_a_markdown_cell_of_the_notebook_and_its_zip(tmp
     once = (family / "plot_line.ipynb").stat().st_mtime_ns
     write_notebooks(app)  # a second build finds the notebook current and leaves it
     assert (family / "plot_line.ipynb").stat().st_mtime_ns == once
+
+
+def test_before_you_start_box_says_under_a_second_and_warns_when_the_page_compiles(tmp_path):
+    """A page that ran in 0.3 s does not read "0 s"; one that compiles says a lone run pays more."""
+    from sphinx.application import Sphinx
+
+    src = box_project(tmp_path)
+    (src / "index.cost.json").write_text('{"time": 0.3, "memory": 0}', encoding="utf-8")
+    (src / "index.py").write_text("step = torch.compile(step)\n", encoding="utf-8")
+    out = tmp_path / "out"
+    Sphinx(src, src, out, tmp_path / "d", "html", status=None).build()
+    box = (out / "index.html").read_text(encoding="utf-8")
+    assert "under 1 s on the machine that built this site" in box
+    assert " 0 s " not in box
+    assert "also pays for compiling" in box

@@ -6,6 +6,8 @@
   theme's source maps;
 * ``pages/FAMILY/plot_*.py`` and ``.ipynb``: every gallery page as a script and a
   notebook, as the build wrote them;
+* ``site/packages/``: within the site, effpt's wheel and sdist, which every page's
+  install line names (``pip install --find-links`` reads the folder offline too);
 * ``constraints.txt``: the exact versions the site was built with;
 * ``MACHINE.txt``: when and on which machine the site was built and each page ran;
 * ``README.txt``: what is inside and how to use it.
@@ -48,10 +50,15 @@ script and a notebook you can run.
   site/index.html     the site: open it in a browser (double-click works).
   pages/              every lesson, by family in reading order, as plot_*.py and
                       plot_*.ipynb. Each runs on its own after one line:
-                          pip install effpt=={version}
+                          {install}
                           python plot_fitting_a_curve.py
-  constraints.txt     the exact versions of everything the site was built with
-                      (pip install -c constraints.txt effpt=={version} reproduces them).
+                      The line takes effpt from the site; this copy carries it too,
+                      in site/packages/. Without the site, from this folder:
+                          pip install effpt=={version} --find-links site/packages
+  site/packages/      effpt {version}'s wheel and sdist, the ones the pages name.
+  constraints.txt     the exact versions of everything the site was built with (pip
+                      install -c constraints.txt effpt=={version} --find-links
+                      site/packages reproduces them).
   MACHINE.txt         when, and on which machine, the site was built and each page ran.
 
 Opened from the files, search lists the matching pages but shows no excerpt under
@@ -119,6 +126,14 @@ def pack(root: Path, out: Path, version: str) -> None:
                     raise SystemExit(msg)
                 pages.append((path, f"{top}/pages/{family}/{path.name}"))
             lessons.append(f"       {name:38} {_title(folder / name)}")
+    packages = _layout(root, "packages")
+    served = packages.served_versions(site / packages.FOLDER)
+    if version not in served:
+        msg = (
+            f"{site / packages.FOLDER} does not serve effpt {version} (it serves "
+            f"{', '.join(sorted(served)) or 'nothing'}): run `nox -s docs`, which writes it"
+        )
+        raise SystemExit(msg)
     machine_class = _machine_class(root)
     stamps = []
     conf = {"src_dir": generated.parent, "gallery_dirs": generated.name}
@@ -142,6 +157,7 @@ def pack(root: Path, out: Path, version: str) -> None:
         version=version,
         underline="=" * len(f"Effective PyTorch {version}: the offline copy"),
         built_on=built_on.split(" on ")[0],
+        install=packages.install_command(version),
         lessons="\n".join(lessons),
     )
     out.parent.mkdir(parents=True, exist_ok=True)

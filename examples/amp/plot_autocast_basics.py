@@ -21,7 +21,7 @@ debugging a dtype error or a loss that went to ``nan``. This page runs one opera
 each kind, builds the table of what autocast lowers and what it keeps in float32 on this
 device, and shows why the backward pass needs no autocast of its own.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autocast_basics.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_basics.py``.
 """
 
 # %%
@@ -88,11 +88,13 @@ with torch.autocast(device.type, dtype=low):
 # Each operation below runs twice under autocast: once on a float32 input and once on a
 # 16-bit input. An op that turns float32 into the 16-bit type is *lowered*; one that
 # turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow their
-# inputs*. Read the table for your device: the CUDA lists keep many numerically touchy
-# ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 because
-# float16 reaches infinity at 65520 (65504 is its largest finite value) and has few
-# digits for long sums. CPU autocast uses bfloat16, whose range matches float32's, and
-# keeps far fewer, mostly losses.
+# inputs*. Each device has lists of its own. PyTorch's AMP reference keeps numerically
+# touchy ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 on
+# CUDA, because float16 reaches infinity at 65520 (65504 is its largest finite value)
+# and has few digits for long sums. CPU autocast uses bfloat16, whose range matches
+# float32's; its float32 list is not shorter but different: losses, and linear algebra,
+# FFT, pooling and padding ops, which the thirteen ops probed here do not include. A
+# probe this small shows how these ops behave, not how long either list is.
 import torch.nn.functional as F
 
 labels = torch.zeros(8, dtype=torch.long, device=device)
@@ -119,7 +121,8 @@ assert edges == [65504.0, float("inf")], edges
 # sphinx_gallery_end_ignore
 
 # %%
-# The table is built by running every op, not copied from the documentation.
+# The table is built by running each of these ops on this build's device, not copied
+# from the documentation.
 t32 = torch.rand(8, 8, device=device) + 0.5  # (8, 8), positive so that log is finite
 verdicts, outputs = {}, {}
 print(f"{'op':<15}{'float32 in':>12}{'16-bit in':>12}   verdict")
@@ -153,10 +156,11 @@ if device.type == "cpu":
 
 # %%
 # On a CPU, ``softmax``, ``log`` and ``sum`` follow their inputs, while the losses
-# (``mse_loss``, ``cross_entropy``) and ``prod`` are computed in float32. On a CUDA GPU
-# the list kept in float32 also holds ``softmax``, ``log``, ``sum``, ``exp`` and
-# ``layer_norm``. Either way, the ops that do most of the arithmetic (matrix products,
-# linear layers, convolutions) are the ones lowered.
+# (``mse_loss``, ``cross_entropy``) and ``prod`` are computed in float32. On a CUDA GPU,
+# PyTorch's reference puts ``softmax``, ``log``, ``sum``, ``exp`` and ``layer_norm`` in
+# float32 too; the table shows that only when the page runs on one (the two lines below
+# name the device this run used). Either way, the ops that do most of the arithmetic
+# (matrix products, linear layers, convolutions) are the ones lowered.
 lowered = [name for name, verdict in verdicts.items() if verdict == "lowered"]
 kept = [name for name, verdict in verdicts.items() if verdict == "kept in float32"]
 print(f"lowered on {device.type}: {', '.join(lowered)}")
@@ -225,9 +229,11 @@ assert torch.equal(w_grad, w_grad_inside)
 # - Under :func:`torch.autocast`, matrix products, linear layers and convolutions run
 #   in the 16-bit type even on float32 inputs; additions and activations follow their
 #   inputs.
-# - Which ops autocast keeps in float32 depends on the device: many on CUDA with
-#   float16, only a few (mostly losses) on CPU with bfloat16. Run the table above on
-#   your own machine rather than guessing.
+# - Which ops autocast keeps in float32 depends on the device: on CUDA with float16
+#   they include ``softmax``, ``log`` and ``sum``; on CPU with bfloat16 those follow
+#   their inputs, while losses (and ops this page does not probe: linear algebra, FFT,
+#   pooling, padding) are kept. Run the table above on your own machine rather than
+#   guessing.
 # - Mixed float32/16-bit inputs that would be an error outside autocast are cast for
 #   you inside it.
 # - Wrap the forward pass and the loss; call ``backward()`` after the region closes.

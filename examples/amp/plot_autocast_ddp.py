@@ -29,7 +29,7 @@ shares of the data with :func:`torch.autocast` and :class:`torch.amp.GradScaler`
 leaves the group cleanly. Then it checks that both ranks ended with the same weights
 and the same loss scale.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_autocast_ddp.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_ddp.py``.
 """
 
 # %%
@@ -291,6 +291,7 @@ if LAUNCHER:
     for r, curve in enumerate(losses):
         ax_loss.semilogy(curve, linewidth=1, label=f"rank {r}")
     ax_loss.set(xlabel="step", ylabel="loss on the rank's own batch", title="Different data")
+    ax_loss.legend(fontsize="small")
     ax_scale.plot(scales[0], linewidth=3, color="C0", alpha=0.5, label="rank 0")
     ax_scale.plot(scales[1], linewidth=1, color="C1", linestyle="--", label="rank 1")
     ax_scale.scatter(
@@ -298,7 +299,7 @@ if LAUNCHER:
     )
     ax_scale.set_yscale("log", base=2)
     ax_scale.set(xlabel="step", ylabel="loss scale after update()", title="One scaler state")
-    fig.legend(*ax_scale.get_legend_handles_labels(), loc="outside right center")
+    ax_scale.legend(fontsize="small")
     plt.show()
 
 # %%

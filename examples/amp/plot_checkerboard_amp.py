@@ -16,7 +16,9 @@ Train a network in mixed precision and see where its time goes
            bfloat16, and times and profiles the steps at one thread as well. On Apple MPS
            it trains the same board in float32 and float16. On a CUDA GPU it trains a
            512 × 512 board in float32, TF32, float16, bfloat16 and float16 under
-           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU.
+           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. On a CPU
+           without native bfloat16 (AVX512-BF16 or AMX), the bfloat16 step runs on slow
+           fallback kernels and can take many times as long as the float32 one.
 
 Mixed precision is a few extra lines in a training loop. Whether they make a step
 faster depends on the machine: the 16-bit matrix products must run faster there than
@@ -27,7 +29,7 @@ coordinates, in float32 and under :func:`torch.autocast` (on a CUDA GPU also in 
 in a second 16-bit type and compiled), then times a step of each, profiles where the
 time of a step goes, and compares it with this machine's matrix-multiply rate.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_checkerboard_amp.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkerboard_amp.py``.
 """
 
 # %%
@@ -89,13 +91,14 @@ class CheckerNet(nn.Module):
 # partly TF32, and compared with a float32 matmul rate it would compare unlike things.
 # Every step below therefore sets both switches for itself: off for float32 and the
 # 16-bit variants, on for a separate TF32 variant on a GPU. The switches are global,
-# so the context manager puts them back afterwards.
+# so the context manager puts them back afterwards. PyTorch is replacing these two
+# switches with ``fp32_precision`` settings per backend
+# (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); this page keeps the
+# older pair because every torch it supports, back to 2.6, has it.
 from contextlib import contextmanager
 
-print(
-    f"defaults here: cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, "
-    f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32}"
-)
+defaults = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+print(f"defaults here: cudnn.allow_tf32={defaults[0]}, cuda.matmul.allow_tf32={defaults[1]}")
 
 
 @contextmanager
@@ -173,7 +176,7 @@ for name, (dtype, use_tf32, compiled) in variants.items():
 
 # sphinx_gallery_start_ignore
 assert all(torch.isfinite(curve).all() for curve in losses.values()), losses
-assert torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == defaults
 # sphinx_gallery_end_ignore
 
 # %%
@@ -254,9 +257,8 @@ _ = expect(
 # threads the same two steps are timed again on one thread (the number of threads is
 # restored afterwards); if the two verdicts differ, the thread pool decided the first
 # one, not the arithmetic. A GPU's kernels do not use these threads. The first line
-# prints the load average, where the OS reports it: the threads that ran or waited for
-# a core over the last minute, this page's own included; a value well above the number
-# of cores means that other work competed for them.
+# prints the load average where the OS reports it (what it says:
+# :doc:`/explanations/timing`).
 import os
 
 if hasattr(os, "getloadavg"):
@@ -281,9 +283,11 @@ else:
 
 # %%
 # Whether a CPU has native bfloat16 arithmetic decides what its bfloat16 kernels can
-# do: with AVX512-BF16 or AMX the products run in hardware; without them a bfloat16
-# product is computed by converting to float32 and back, and the 16-bit type saves
-# memory traffic at most. The lines below say what this CPU has (on a GPU run, the
+# do: with AVX512-BF16 or AMX the products run in hardware. Without them, a bfloat16
+# product has no fast kernel for every shape in this build of PyTorch: a convolution
+# can fall back to a generic kernel (``aten::_slow_conv2d_forward``, which the profile
+# below then names) and a large matrix product to a generic path too, each many times
+# slower than float32, not merely no faster. The lines below say what this CPU has (on a GPU run, the
 # host's CPU, which did not run the steps).
 from pathlib import Path
 
@@ -314,7 +318,7 @@ ax.set_yticks(range(len(records)), [label(r) for r in records])
 ax.invert_yaxis()
 ax.set_xlim(0, 1.05 * max(r.q3_s for r in records) * 1e3)
 ax.set(xlabel="time per step (ms): median, error bar from first to third quartile")
-ax.set_title(f"Checkerboard {size}×{size} on {device.type}: speed-up over float32")
+ax.set_title(f"Checkerboard {size}×{size} on {device.type}: time per step (speed-ups in labels)")
 plt.show()
 
 # %%
@@ -394,7 +398,9 @@ assert all(k["conv forward"] > 0 for k in per_kind.values()), per_kind
 # Read the rows against the mechanisms. Autocast adds *copies and casts*: each
 # convolution's float32 weights (and the float32 input of the first one) are converted
 # to 16 bits in the forward pass, and their gradients back to float32 in the backward
-# pass; the float32 columns hold only the copies both variants make. The two
+# pass; the float32 columns hold only the copies that the step makes in any dtype. Those
+# move half the bytes in 16 bits, so where they dominate the row, the 16-bit column's
+# copies and casts can take less time despite the casts it adds. The two
 # *conv* rows are where 16-bit products can win, and whether they do depends on the
 # kernels this build of PyTorch picks for these shapes: a small product may miss the
 # fast 16-bit path, and a 16-bit kernel may split worse over the threads than a
@@ -430,8 +436,8 @@ for name, (dtype, use_tf32, _) in variants.items():
         peaks[kind] = max(rates)
     achieved = flops / by_name[name].median_s
     print(
-        f"{name:<28}{achieved / 1e12:8.3f} TFLOP/s = {achieved / peaks[kind]:6.1%} of "
-        f"the {kind} matmul rate ({peaks[kind] / 1e12:.3f} TFLOP/s)"
+        f"{name:<28}{achieved / 1e12:9.3g} TFLOP/s = {achieved / peaks[kind]:6.1%} of "
+        f"the {kind} matmul rate ({peaks[kind] / 1e12:.3g} TFLOP/s)"
     )
 
 # sphinx_gallery_start_ignore
@@ -441,7 +447,12 @@ assert flops > 0
 # %%
 # The step and the matrix products are timed separately, each with its own noise, so
 # read the shares as rough: one near or above 100 % says that the step runs as fast as
-# a plain matrix product, not faster than the hardware. A share well below it means
+# a plain matrix product, not faster than the hardware. A share far above 100 % says
+# that the large product ran slowly when it was timed: on a busy machine, because
+# other work took the cores just then; in bfloat16 on a CPU without native bfloat16,
+# because its generic path can reach a small fraction of float32's rate, so that even
+# a slow step beats it. Then the rate, not the step, is the outlier. A share well
+# below it means
 # either that the step spends its time outside the products (the casts, batch norm,
 # ReLU and optimizer rows of the profile above, which do not shrink with 16-bit
 # products), or that its products run far below a large product's rate (small shapes,

@@ -25,7 +25,7 @@ and measures what it saves on the machine that built it.
 
 The broadcasting rules it relies on are on :doc:`plot_broadcasting`.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_broadcast_merge.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcast_merge.py``.
 """
 
 # %%
@@ -300,8 +300,11 @@ print("the steps add up to the wholes within 25 %:", add_up)
 # On a shared machine a wall clock adds one more effect: it also counts the time the
 # operating system gave to other programs, and a longer call is interrupted more often
 # than a shorter one. The CPU time of the process (:func:`time.process_time`) counts
-# only the time its own threads ran. On the CPU, the cell below measures the two
-# projections both ways and prints where each lands against the 5× of the arithmetic.
+# only the time its own threads ran, but not all of that is work: an OpenMP worker
+# that finishes its share spins for a while before it sleeps, and spinning counts as
+# CPU time (``OMP_WAIT_POLICY=PASSIVE`` makes workers sleep at once; the cell prints the
+# setting). On the CPU, the cell below measures the two projections both ways and
+# prints where each lands against the 5× of the arithmetic.
 import statistics
 import time
 
@@ -331,6 +334,8 @@ print(
     f"{against_bound(projection_gain.low, projection_gain.high)} the {flops_ratio:.0f}× of the arithmetic"
 )
 if device.type == "cpu":
+    policy = os.environ.get("OMP_WAIT_POLICY", "not set (workers spin before they sleep)")
+    print(f"OMP_WAIT_POLICY: {policy}; {torch.get_num_threads()} threads")
     with torch.no_grad():
         cpu_gain = cpu_seconds(lambda: linear(ab)) / cpu_seconds(lambda: merge.proj_a(a))
     print(
@@ -350,9 +355,11 @@ _ = expect(
 # excess is time the process spent waiting (for a core, or with a thread asleep until
 # another finishes), not work that ``Merge`` saved, and the totals above carry the same
 # inflation; where the interval straddles the 5×, the wall clock cannot tell. Where the CPU
-# time lands beyond it too, the narrow product did each operation faster than the wide
-# one on this machine (for instance because its smaller input stays in a nearer cache),
-# which no count of the arithmetic can show. Besides the projections, the tiled path pays
+# time lands beyond it too, either the narrow product did each operation faster than
+# the wide one on this machine (for instance because its smaller input stays in a
+# nearer cache), which no count of the arithmetic can show, or, on several threads with
+# spinning workers, the wide product's CPU time holds more spinning; one thread, or
+# ``OMP_WAIT_POLICY=PASSIVE``, tells the two apart. Besides the projections, the tiled path pays
 # for its copy, which ``Merge`` never makes, and ``Merge`` pays for an add that the
 # single linear layer did not need. Where the steps add up to the wholes, the parts
 # show where the wall-clock time went; where they do not (the load changed during the
@@ -393,4 +400,5 @@ plt.show()
 #   position here, by count); the peaks measured on this device are printed above.
 # - Read a speed-up with its interval and against what the counts allow: on a busy
 #   machine the wall clock can stretch long calls more than short ones, even when the
-#   interval is narrow; CPU time counts only this process's own threads.
+#   interval is narrow; CPU time counts only this process's own threads, but counts
+#   their spinning while they wait as well as their work.

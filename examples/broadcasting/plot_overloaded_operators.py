@@ -22,7 +22,7 @@ you when the result is a view, when it is in place, when it is bitwise rather th
 logical, and what a loop of them costs. This page checks every operator against its
 function, shows three traps, and times a loop of indexing against one reduction.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_overloaded_operators.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_overloaded_operators.py``.
 """
 
 # %%
@@ -406,8 +406,9 @@ _ = expect(
 # a profiler of the Python interpreter would be the next tool.
 
 # %%
-# The bar chart puts the three row sums side by side; note the logarithmic time axis.
-# Each bar is a median and its whisker spans the first to the third quartile.
+# The chart puts the three row sums side by side on a logarithmic time axis. Each point
+# is a median and its whisker spans the first to the third quartile; points, not bars,
+# because a bar's length on a log axis depends on where the axis starts.
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -419,8 +420,8 @@ for offset, variant in enumerate(variants):
     medians = np.array([r.median_s for r in records]) * 1e6
     quartiles = np.array([[r.q1_s, r.q3_s] for r in records]).T * 1e6  # (2, sizes)
     whiskers = np.abs(quartiles - medians)
-    x = positions + (offset - 1) * 0.27
-    ax.bar(x, medians, 0.27, yerr=whiskers, capsize=3, label=variant)
+    x = positions + (offset - 1) * 0.2
+    ax.errorbar(x, medians, yerr=whiskers, fmt="o", capsize=3, label=variant)
 ax.set_xticks(positions, [f"({rows}, 10)" for rows in row_counts])
 ax.set_yscale("log")
 ax.set(xlabel="matrix shape", ylabel="time per call (µs)")

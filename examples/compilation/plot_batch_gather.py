@@ -27,7 +27,7 @@ compares two ways of using that index (advanced indexing and
 :meth:`torch.Tensor.index_select`) on one thread and on all of them, and measures how
 each version's cost grows with the batch size.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_batch_gather.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_batch_gather.py``.
 """
 
 # %%
@@ -301,12 +301,19 @@ print(
 )
 print("effpt.ops version:  ", batch_gather(tiny, last_but_first).flatten().tolist())
 
+# Row 4 of a four-row element: past its end, into the next element's row 0.
+past_the_end = torch.tensor([[4], [0], [0]], device=device)  # (batch, k)
+print("index 4, flat + offset:", gather_flat(tiny, past_the_end).flatten().tolist(), "<- wrong")
+try:  # on the CPU: on a GPU an index out of range is a device-side assertion, fatal
+    batch_gather(tiny.cpu(), past_the_end.cpu())
+except IndexError as error:
+    print("index 4, effpt.ops version: IndexError:", error)
+
 # sphinx_gallery_start_ignore
 assert gather_loop(tiny, last_but_first).flatten().tolist() == [0.0, 7.0, 11.0]
 assert gather_flat(tiny, last_but_first).flatten().tolist() == [0.0, 3.0, 7.0]
 assert gather_index_select(tiny, last_but_first).flatten().tolist() == [0.0, 3.0, 7.0]
 assert torch.equal(batch_gather(tiny, last_but_first), gather_loop(tiny, last_but_first))
-past_the_end = torch.tensor([[4], [0], [0]], device=device)
 assert gather_flat(tiny, past_the_end).flatten().tolist() == [4.0, 4.0, 8.0]
 # sphinx_gallery_end_ignore
 
@@ -470,9 +477,10 @@ _ = expect(
 # The guide's claims against this machine
 # ---------------------------------------
 # The Effective PyTorch guide claimed two speed-ups for this loop, one for scripting it
-# and one for vectorising it. Its vectorised code called ``.cuda()``, so it measured
-# on a GPU; on another device the comparison is not like for like, and the verdict
-# says so. The claims are written once, in :mod:`effpt.claims`, which this page and
+# and one for vectorising it. Its vectorised code called ``.cuda()``, so that claim was
+# measured on a GPU, and on another device its verdict says the comparison is not like
+# for like. For scripting the guide names no device, so that claim is scored on
+# whatever device runs this page. The claims are written once, in :mod:`effpt.claims`, which this page and
 # the site's :doc:`/measurements` page both read; :meth:`~effpt.claims.Claim.check`
 # prints each beside this run's ratio at a batch of 4096, a size timed on every
 # device, with the guide's own vectorised form: flat + offset, an advanced index.

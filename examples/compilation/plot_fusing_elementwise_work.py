@@ -26,7 +26,7 @@ intersection over union (IoU) of boxes with :func:`torch.compile`, checks what
 TorchScript's fuser, which the notebook this example comes from used, still does, and measures
 what fusion buys against this machine's memory bandwidth.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_fusing_elementwise_work.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_fusing_elementwise_work.py``.
 """
 
 # %%
@@ -252,7 +252,9 @@ with torchscript_quietly():
 
 # sphinx_gallery_start_ignore
 new_graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"] - graphs_before
-assert new_graphs == len(thread_counts), (new_graphs, thread_counts)  # one per thread count
+# How many graphs Dynamo makes (one per thread count in torch 2.13) is an internal of
+# the installed torch, not the lesson: only that something was compiled is asserted.
+assert new_graphs >= 1, (new_graphs, thread_counts)
 # sphinx_gallery_end_ignore
 
 # %%
@@ -280,9 +282,11 @@ for (name, t), row in bandwidth.items():
 # a copy is split over the intra-op threads only above a grain size (32,768 elements
 # for elementwise work on a CPU), and waking them costs microseconds, far more on a
 # busy machine; where that outweighs the work, the all-threads line dips below the
-# one-thread line. A dip in the all-threads line alone is the threads' doing, not the
-# memory's; the lines under the figure say which thread count moved the copy faster
-# at each size.
+# one-thread line. The two thread counts are timed one after the other, so a change in
+# the machine's load between them also moves one line against the other. Below the
+# grain size both runs use one thread, and a gap there is that drift alone; only above
+# it can a gap be the threads' doing. The lines under the figure compare the copy on
+# the two thread counts at each size, and say which side of the grain size it is on.
 #
 # The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while
 # the IoU writes one byte for every eight it reads, and on most CPUs a write first
@@ -315,10 +319,15 @@ ax_bw.set_title("36 bytes per pair / time")
 fig.legend(loc="outside right upper", fontsize="small")
 plt.show()
 
+GRAIN = 32_768  # elements; a uint8 copy below it stays on the calling thread
 if len(thread_counts) > 1:
     for n in sizes:
+        copied = bytes_per_pair * n // 2  # bytes, one uint8 element each
         ratio = speedup(records["copy, same bytes", n, threads], records["copy, same bytes", n, 1])
-        print(f"copy of {18 * n / 1e3:,.0f} kB: one thread vs {threads}: {ratio} ({ratio.verdict})")
+        line = f"copy of {copied / 1e3:,.0f} kB: one thread vs {threads}: {ratio} ({ratio.verdict})"
+        if copied < GRAIN:
+            line += ", below the grain size: one thread in both runs, so load drift, not threads"
+        print(line)
 
 # %%
 # The notebook's figures against this machine
@@ -342,7 +351,10 @@ _ = claim("notebook: fused box IoU").check(records["eager", 10**5, threads], fus
 # printed that the C++ loop opens an OpenMP parallel region, it opens it on every call,
 # whatever the size, while eager's operations stay on the calling thread below the grain
 # size; with several threads each compiled call then wakes the others. Where the page
-# ran on several threads, the last expectation says what that cost here.
+# ran on several threads, the last expectation says what that cost here. At the
+# smallest size eager runs on one thread whatever the count, so its own gap between
+# the two counts, printed last, is the load's drift between the two blocks of timings;
+# read the compiled function's gap against it.
 from effpt.expect import expect
 
 for t in thread_counts:
@@ -377,6 +389,8 @@ if len(thread_counts) > 1:
         above=1.0,
         device=device,
     )
+    drift = speedup(records["eager", sizes[0], threads], records["eager", sizes[0], 1])
+    print(f"eager at {sizes[0]:,} pairs (one thread either way), 1 vs {threads} threads: {drift}")
 
 # %%
 # Summary

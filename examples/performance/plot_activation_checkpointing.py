@@ -23,7 +23,7 @@ parts' forward pass again during the backward pass. This page counts the bytes a
 keeps with and without checkpoints, checks that the gradients do not change by a single
 bit, measures the time the recomputation costs, and chooses where to put the checkpoints.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_activation_checkpointing.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_activation_checkpointing.py``.
 """
 
 # %%
@@ -288,13 +288,31 @@ def training_step(forward):
 
 steps = {name: training_step(forward) for name, forward in variants.items()}
 
-# sphinx_gallery_start_ignore
-finished = []  # down's forward finishes in the forward pass only, not in the recomputation
-hooks = [block.down.register_forward_hook(lambda *_: finished.append(1)) for block in model]
+# The early stop, counted: forward hooks tally how often each block's two layers run
+# in one training step with every block checkpointed. ``up`` runs in the forward pass
+# and again in the recomputation; ``down`` runs in the forward pass only.
+runs = {"up": 0, "down": 0}
+
+
+def count(name):
+    def hook(module, inputs, output):
+        runs[name] += 1
+
+    return hook
+
+
+hooks = [
+    getattr(block, name).register_forward_hook(count(name)) for block in model for name in runs
+]
 steps["every block"]()
 for hook in hooks:
     hook.remove()
-assert len(finished) == depth, len(finished)
+print(
+    f"one step, every block checkpointed ({depth} blocks): up ran {runs['up']}×, down {runs['down']}×"
+)
+
+# sphinx_gallery_start_ignore
+assert runs == {"up": 2 * depth, "down": depth}, runs
 # sphinx_gallery_end_ignore
 records = compare(
     f"training step of {depth} blocks, input {tuple(x.shape)}",
@@ -316,9 +334,8 @@ _ = expect(
 # work of each checkpoint gets no faster with more threads, so the ratio can differ
 # between one thread and many. To see whether threads decided the verdict, the two
 # steps are timed again on one thread (the number of threads is restored afterwards).
-# The first line prints the load average where the OS reports it: the average number
-# of threads that ran or waited for a core over the last minute, this page's own
-# included; well above the number of cores, other work competed with these timings.
+# The first line prints the load average where the OS reports it (what it says:
+# :doc:`/explanations/timing`).
 import os
 
 if hasattr(os, "getloadavg"):

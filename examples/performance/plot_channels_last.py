@@ -25,7 +25,7 @@ agree, then measures on this build's device whether the layout pays and what a c
 costs. Some facts come from PyTorch's tutorial
 `Channels Last Memory Format in PyTorch <https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html>`__.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_channels_last.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_channels_last.py``.
 """
 
 # %%
@@ -135,9 +135,10 @@ assert nhwc[1].weight.stride() == (1,) and nhwc[-1].weight.is_contiguous()
 # --------------------------------
 # The layout spares conversions only while it survives from one convolution to the next.
 # Each operation below gets a ``channels_last`` activation; the table says in which layout
-# its output comes back, on this device and this torch. On CPU and CUDA, convolution,
-# batch norm, ReLU, max-pooling and an addition (a residual connection) keep it; the page
-# asserts that on those two devices. A softmax over the channels and a layer norm return a
+# its output comes back, on this device and this torch. On a CPU, convolution, batch
+# norm, ReLU, max-pooling and an addition (a residual connection) keep it. The page
+# asserts the same of CUDA, but an assertion checks only the device a run has: the line
+# under the table names the one this run checked. A softmax over the channels and a layer norm return a
 # contiguous (NCHW) tensor on a CPU: the next convolution then pays a conversion back.
 # Apple's MPS backend has kernels of its own, and their support for this layout has
 # changed from one torch release to the next (several fixes concerned it, some of them
@@ -163,6 +164,8 @@ for name, op in ops.items():
     print(f"{name:26} -> {layout}")
 if device.type == "mps":
     print("on MPS this table is printed, not asserted: support differs between releases")
+else:
+    print(f"checked on this run's device only: {device.type}")
 
 # sphinx_gallery_start_ignore
 keepers = ("conv2d", "batch_norm", "relu", "max_pool2d", "add (residual)")

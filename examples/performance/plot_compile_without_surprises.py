@@ -25,7 +25,7 @@ compiled function can cost seconds. This page counts graphs, graph breaks and
 recompilations exactly, shows the switches that turn each surprise into an error, and
 measures what compiling costs, when it pays off and what the on-disk cache saves.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_compile_without_surprises.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_compile_without_surprises.py``.
 """
 
 # %%
@@ -458,8 +458,8 @@ if __name__ == "__main__":
 # How many calls repay the first one depends on everything this page cannot fix: the
 # compiler's speed on the machine, how much the fused kernel saves over eager's eight
 # passes, the device. On a CPU, Inductor writes loops for the vector instructions it
-# finds, unless ``ATEN_CPU_CAPABILITY`` says otherwise: set to ``default``, as on one of
-# this site's machine stand-ins, it writes scalar loops, which can lose to eager's
+# finds, unless ``ATEN_CPU_CAPABILITY`` says otherwise: set to ``default``, the level
+# for CPUs without AVX, it writes scalar loops, which can lose to eager's
 # kernels, and then compiling never pays off. The number below comes from the medians
 # above; the expectation compares 10,000 eager calls against the first compiled call
 # plus 9,999 more, with the quartiles of both timings for its interval.

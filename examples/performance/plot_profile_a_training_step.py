@@ -24,7 +24,7 @@ classifier (load a batch, forward, backward, optimizer), reads the profiler's ta
 records steps on a schedule, exports a trace and draws it, and works out which share of
 the step each phase takes and how much of it runs inside operators.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_profile_a_training_step.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_profile_a_training_step.py``.
 """
 
 # %%
@@ -452,6 +452,12 @@ if on_cpu:  # Adam's temporaries come and go inside the step; zero_grad frees th
 # this page's function (named with the line it starts on) that made the call. A frame
 # such as ``<built-in method ...>`` is the Python call itself, with the address of the
 # object it was made on.
+#
+# The verbose configuration also records Python frames as rows of their own, on every
+# thread of the process: a thread pool that earlier code in the same process left idle
+# (``torch.compile`` can keep one) shows up with a large self time spent waiting, not
+# working. The cell therefore keeps only the operators' rows (``aten::`` names), which
+# only the step's own work produces, and prints the three with the most self time.
 from torch.profiler import _ExperimentalConfig
 
 with profile(activities=activities, with_stack=True) as prof:
@@ -461,14 +467,15 @@ verbose = _ExperimentalConfig(verbose=True)
 with profile(activities=activities, with_stack=True, experimental_config=verbose) as prof:
     train_step()
 by_stack = prof.key_averages(group_by_stack_n=4)
-print(
-    by_stack.table(
-        sort_by="self_cpu_time_total",
-        row_limit=3,
-        max_name_column_width=20,
-        max_src_column_width=48,
-    )
+operators = sorted(
+    (row for row in by_stack if row.key.startswith("aten::")),
+    key=lambda row: row.self_cpu_time_total,
+    reverse=True,
 )
+for row in operators[:3]:
+    print(f"{row.key}: {row.self_cpu_time_total / 1e3:.2f} ms self CPU, called from")
+    for frame in row.stack:
+        print(f"    {frame}")
 
 # sphinx_gallery_start_ignore
 frames = {frame for e in prof.events() for frame in e.stack}

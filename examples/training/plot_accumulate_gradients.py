@@ -27,7 +27,7 @@ accumulation against one large batch, shows three ways to break the match, count
 ``no_sync()`` saves with :class:`~torch.nn.parallel.DistributedDataParallel` over two
 processes, and places the GradScaler's ``unscale_`` once per step.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_accumulate_gradients.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_accumulate_gradients.py``.
 """
 
 # %%
@@ -155,16 +155,20 @@ if MAIN:
 # sphinx_gallery_end_ignore
 
 # %%
-# The figure puts the gaps side by side on a log scale: green bars are float rounding,
-# red bars mistakes that change the step. A gap of exactly 0 would be drawn at 1e-9.
+# The figure puts the gaps side by side on a log scale, one point each: green is float
+# rounding, red a mistake in the loop (the ragged mean), orange a difference that
+# BatchNorm's design implies, which no loop can remove. A gap of exactly 0 would be
+# drawn at 1e-9.
 import matplotlib.pyplot as plt
 
 if MAIN:
     names = list(gaps)
     fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
-    bars = [max(gaps[n], 1e-9) for n in names]
-    colors = ["C2" if gaps[n] < 1e-4 else "C3" for n in names]
-    ax.barh(names, bars, color=colors)
+    points = [max(gaps[n], 1e-9) for n in names]
+    kinds = {"mean of a ragged last batch": "C3", "with BatchNorm1d": "C1"}
+    colors = [kinds.get(n, "C2") for n in names]
+    ax.scatter(points, names, color=colors, zorder=3)
+    ax.grid(axis="x", which="both", alpha=0.3)
     ax.set_xscale("log")
     ax.invert_yaxis()
     ax.set(xlabel="relative gap to the large batch's gradient", title="Accumulated gradients")

@@ -26,7 +26,7 @@ everything a run's future depends on, proves that a stopped and resumed run matc
 uninterrupted one bit for bit, shows what a checkpoint of weights and optimizer alone
 changes, and saves from two processes with :mod:`torch.distributed.checkpoint`.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_checkpoint_and_resume.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkpoint_and_resume.py``.
 """
 
 # %%
@@ -289,7 +289,9 @@ def dcp_rank(path: str) -> torch.Tensor:
 # runs without a file, as in this site's build, and the OS has fork). Then this single process, without a
 # process group, loads the checkpoint into a model of its own: ``dcp.load`` fills the
 # state dict it is given, in place. It may warn that it assumes a single process, which
-# is the case here.
+# is the case here; the cell prints each warning's message alone, without the line of
+# torch's source that raised it.
+import warnings
 from multiprocessing import get_all_start_methods
 
 from effpt.ddp import launch
@@ -302,7 +304,11 @@ if MAIN:
     print(sorted((f.name, f.stat().st_size) for f in Path(path).iterdir()))
     single = nn.Linear(8, 4)  # fresh weights, about to be overwritten
     state = {"model": single.state_dict()}
-    dcp.load(state, checkpoint_id=path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dcp.load(state, checkpoint_id=path)
+    for warning in caught:
+        print(f"dcp.load warned ({warning.category.__name__}): {warning.message}")
     single.load_state_dict(state["model"])
     loaded = torch.cat([p.detach().reshape(-1) for p in single.parameters()])
     print(f"loaded weights equal rank 0's: {torch.equal(loaded, trained[0])}")

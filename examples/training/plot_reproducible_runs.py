@@ -24,7 +24,7 @@ threads changes the order of a sum. This page pins down each of these, shows wha
 :func:`torch.use_deterministic_algorithms` refuses, and measures on this machine what
 no flag can promise.
 
-To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_reproducible_runs.py``.
+To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_reproducible_runs.py``.
 """
 
 # %%
@@ -205,7 +205,16 @@ _ = expect(
 # What reproducibility cannot promise
 # -----------------------------------
 # Within one machine, fixing the seeds, the generators, deterministic mode and the number
-# of threads repeats a run bit for bit. Across machines nothing does: PyTorch's
+# of threads removes the sources of difference that PyTorch controls, and a run needs
+# more. Python salts the hash of every string afresh in each process unless
+# ``PYTHONHASHSEED`` is set before it starts, so your own code that iterates a set of
+# strings can visit them in another order. Deterministic mode with ``warn_only=True``
+# only warns about an op that has no deterministic kernel, and that op still varies. On
+# CUDA, ``torch.backends.cudnn.benchmark`` must stay ``False``, since it picks kernels by
+# timing them; across processes, collectives such as all-reduce add in an order of their
+# own, which changes with the number of ranks. Even with all of that, PyTorch's notes
+# promise no bit-for-bit repeat, only fewer sources of difference; a library or a
+# kernel outside that list can still vary. Across machines nothing does: PyTorch's
 # reproducibility notes say so for releases, commits and platforms. A CPU with wider
 # vectors runs a kernel that adds in another order; a GPU runs other kernels, and draws
 # from its own generator, a different algorithm from the CPU's, so the same seed gives
@@ -231,6 +240,7 @@ else:
 #   CUDA add ``cudnn.benchmark = False`` and ``CUBLAS_WORKSPACE_CONFIG``.
 # - Seed DataLoader workers as :doc:`/auto_examples/data/plot_randomness_in_workers`
 #   shows.
-# - Reproducible means: same machine, same versions, same thread count. A float sum's
+# - Reproducible at best means: same machine, same versions, same thread count, same
+#   ``PYTHONHASHSEED``, and deterministic mode that raises rather than warns. A float sum's
 #   bits may change with the number of threads (measured above), and across devices
 #   and releases; compare results across them with a tolerance, not bit for bit.

@@ -15,6 +15,8 @@
   (``docs/evidence``, read by ``docs/_tools/evidence.py``) as the grid's columns; each
   page's verdict lines linked to their rows, with how they fared elsewhere.
 * :mod:`effpt_site.page_checks`: checks that fail the build.
+* :mod:`effpt_site.packages`: the wheel and sdist of effpt that the site serves, which
+  every page's install line names.
 * :mod:`effpt_site.decorations`: each gallery page's torch badge and run stamp.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
@@ -59,6 +61,7 @@ MODULES = (
     "images",
     "measurements",
     "messages",
+    "packages",
     "page_checks",
     "plain_text",
     "reader_links",

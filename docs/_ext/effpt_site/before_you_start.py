@@ -74,15 +74,38 @@ class BeforeYouStart(Directive):
             seconds = cost.seconds
             field = nodes.field()
             field += freeze(nodes.field_name(text=translate(language, "Run time")))
-            text = translate(
-                language,
-                "{seconds} s on the machine that built this site",
-                seconds=f"{seconds:.0f}",
-            )
+            if seconds < 1:
+                text = translate(language, "under 1 s on the machine that built this site")
+            else:
+                text = translate(
+                    language,
+                    "{seconds} s on the machine that built this site",
+                    seconds=f"{seconds:.0f}",
+                )
+            if compiles(Path(env.srcdir, env.docname + ".py")):
+                text += " " + translate(
+                    language,
+                    "The build shares what torch.compile made between pages, so this page, "
+                    "run on its own, also pays for compiling and takes longer.",
+                )
             field += freeze(nodes.field_body("", nodes.paragraph(text=text)))
             fields += field
         box += fields
         return [box]
+
+
+def compiles(script: Path) -> bool:
+    """Whether a gallery page calls :func:`torch.compile` (its run time is the build's share).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> page = Path(tempfile.mkdtemp()) / "plot_a.py"
+    >>> _ = page.write_text("f = torch.compile(g)")
+    >>> compiles(page), compiles(page.with_name("plot_missing.py"))
+    (True, False)
+    """
+    return script.is_file() and "torch.compile(" in script.read_text(encoding="utf-8")
 
 
 #: The directive and its indented options in a page's docstring (reST's explicit markup

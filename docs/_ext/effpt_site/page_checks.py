@@ -18,9 +18,9 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.errors import ExtensionError
 
-import effpt
 from effpt_site.layout import example_pages, examples_dir
 from effpt_site.outputs import STAMP_SUFFIX
+from effpt_site.packages import install_command
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
 
@@ -28,16 +28,16 @@ SUMMARY_TITLES = ("Summary", "Lessons learned")
 def install_line(script: str | Path) -> str:
     """The sentence every page's docstring ends with, for this version of effpt.
 
+    The install command (:func:`effpt_site.packages.install_command`) takes effpt from
+    the folder of the site that serves the version the site was built with.
+
     Examples
     --------
     >>> install_line("examples/basics/plot_modules.py")  # doctest: +ELLIPSIS
-    'To run this page on its own: ``pip install effpt==...``, then ``python plot_modules.py``.'
+    'To run this page on its own: ``pip install effpt==... --find-links https://.../packages/``, then ``python plot_modules.py``.'
     """
     name = Path(script).name
-    return (
-        f"To run this page on its own: ``pip install effpt=={effpt.__version__}``, "
-        f"then ``python {name}``."
-    )
+    return f"To run this page on its own: ``{install_command()}``, then ``python {name}``."
 
 
 def check_example_source(path: Path) -> None:
