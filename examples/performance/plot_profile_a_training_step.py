@@ -112,9 +112,9 @@ by_self = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_
 print(by_name.table(sort_by=by_self, row_limit=8, max_name_column_width=36))
 
 # sphinx_gallery_start_ignore
-labels, operators = profiler_rows(by_name, "labels"), profiler_rows(by_name, "operators")
+labels, op_rows = profiler_rows(by_name, "labels"), profiler_rows(by_name, "operators")
 assert all(labels[p].count == 3 for p in PHASES), labels  # each label once per step
-assert operators["aten::linear"].count == 3 * 3, operators  # three Linear layers, three steps
+assert op_rows["aten::linear"].count == 3 * 3, op_rows  # three Linear layers, three steps
 # sphinx_gallery_end_ignore
 
 # %%
