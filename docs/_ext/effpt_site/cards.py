@@ -101,7 +101,7 @@ def build_stamp(machine: Machine, day: datetime, language: str = "en") -> str:
     where = machine.hardware
     if machine.cuda is not None:
         where += f" (CUDA {machine.cuda})"
-    if machine.settings:  # the timing variables set for the build, e.g. OMP_NUM_THREADS=1
+    if machine.settings:  # the timing variables set for the build (a thread cap, say)
         where += f" ({', '.join(machine.settings)})"
     torch_part = f"torch {machine.torch}"
     if language != "en":
