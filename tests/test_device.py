@@ -157,8 +157,13 @@ def test_a_line_describe_never_writes_is_rejected(line):
 def test_timing_environment_names_only_the_variables_that_change_timings():
     from effpt.machine import timing_environment
 
-    environ = {"OMP_WAIT_POLICY": "PASSIVE", "MPLBACKEND": "Agg", "KMP_BLOCKTIME": "0",
-               "HOME": "/root", "ATEN_CPU_CAPABILITY": "avx2"}
+    environ = {
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "MPLBACKEND": "Agg",
+        "KMP_BLOCKTIME": "0",
+        "HOME": "/root",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    }
     assert timing_environment(environ) == {
         "ATEN_CPU_CAPABILITY": "avx2",
         "KMP_BLOCKTIME": "0",
@@ -199,7 +204,13 @@ def test_a_machine_file_without_environment_reads_as_none_set():
     ],
 )
 def test_a_bad_machine_environment_names_its_field(environment, error):
-    data = {"kind": "cpu", "name": "x", "threads": 2, "cuda": None, "torch": "2.6.0",
-            "environment": environment}
+    data = {
+        "kind": "cpu",
+        "name": "x",
+        "threads": 2,
+        "cuda": None,
+        "torch": "2.6.0",
+        "environment": environment,
+    }
     with pytest.raises((TypeError, ValueError), match=error):
         dev.Machine.from_dict(data)

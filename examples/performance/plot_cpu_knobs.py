@@ -48,8 +48,10 @@ torch.manual_seed(0)
 print(describe("cpu"))
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 threads = torch.get_num_threads()
-print(f"cores this process may use: {cores}; intra-op threads {threads}, "
-      f"inter-op threads {torch.get_num_interop_threads()}")
+print(
+    f"cores this process may use: {cores}; intra-op threads {threads}, "
+    f"inter-op threads {torch.get_num_interop_threads()}"
+)
 print(f"timing variables set: {timing_environment() or 'none'}")
 
 # %%
@@ -74,12 +76,18 @@ def product_on(count: int):
     return run
 
 
-timed = compare(f"{n}×{n} matrix product", {"1 thread": product_on(1),
-                f"{threads} threads": product_on(threads)}, budget_s=0.3)
+timed = compare(
+    f"{n}×{n} matrix product",
+    {"1 thread": product_on(1), f"{threads} threads": product_on(threads)},
+    budget_s=0.3,
+)
 torch.set_num_threads(threads)  # back to the default
 if threads > 1:
-    expect(f"a {n}×{n} product runs faster on {threads} threads than on 1",
-           speedup(timed[0], timed[1]), above=1.0)
+    expect(
+        f"a {n}×{n} product runs faster on {threads} threads than on 1",
+        speedup(timed[0], timed[1]),
+        above=1.0,
+    )
 else:
     print("One intra-op thread here: there is no larger pool to compare with.")
 
@@ -99,7 +107,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-WORKER = r'''
+WORKER = r"""
 import json, os, sys, time
 pin = json.loads(sys.argv[1])
 if pin is not None:  # before torch starts, so its pool is sized to these cores
@@ -123,7 +131,7 @@ def answer(task):
     if kind == "small":  # the two small operations of the wait-policy table
         m, v = torch.randn(32, 32), torch.randn(65536)
         times = {"32×32 product": time_callable(lambda: m @ m, budget_s=0.03),
-                 "add of 65,536": time_callable(lambda: v + v, budget_s=0.03)}
+                 "addition of 65,536 floats": time_callable(lambda: v + v, budget_s=0.03)}
         return {k: t.per_call for k, t in times.items()}
     if kind == "steps":  # small parallel additions with serial Python work between them
         v, cpu = torch.randn(65536), time.process_time()
@@ -145,11 +153,17 @@ def answer(task):
 print(json.dumps("ready"), flush=True)
 for line in sys.stdin:
     print(json.dumps(answer(json.loads(line))), flush=True)
-'''
+"""
 folder = tempfile.TemporaryDirectory()  # deleted at the end of the page
 (Path(folder.name) / "worker.py").write_text(WORKER, encoding="utf-8")
-KNOBS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME",
-         "GOMP_SPINCOUNT", "ATEN_CPU_CAPABILITY")
+KNOBS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "KMP_BLOCKTIME",
+    "GOMP_SPINCOUNT",
+    "ATEN_CPU_CAPABILITY",
+)
 
 
 def start(pin=None, **settings):
@@ -157,7 +171,11 @@ def start(pin=None, **settings):
     env = {k: v for k, v in os.environ.items() if k not in KNOBS} | settings
     worker = subprocess.Popen(
         [sys.executable, str(Path(folder.name) / "worker.py"), json.dumps(pin)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
     worker.settings = settings
     return worker
 
@@ -173,18 +191,21 @@ def receive(worker):
         raise RuntimeError(f"worker {worker.settings} exited with code {worker.wait()}")
     return json.loads(line)
 
+
 # %%
 # The workers start together, so that their imports of torch overlap; each says
 # ``"ready"`` once it has. Two workers differ only in the wait policy, one runs torch's
 # portable kernels, and four serve the oversubscription test further down: two with
-# PyTorch's defaults, two capped at one thread and pinned each to a core of its own.
+# PyTorch's defaults, two capped at one thread and, where the OS allows it, pinned each
+# to a core of its own.
 can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
 own_cores = sorted(os.sched_getaffinity(0))[:2] if can_pin else [None, None]
 workers = {
     "default": start(),
     "PASSIVE": start(OMP_WAIT_POLICY="PASSIVE"),
     "portable": start(ATEN_CPU_CAPABILITY="default"),
-    "all threads 1": start(), "all threads 2": start(),
+    "all threads 1": start(),
+    "all threads 2": start(),
     "1 thread 1": start([own_cores[0]] if can_pin else None, OMP_NUM_THREADS="1"),
     "1 thread 2": start([own_cores[1]] if can_pin else None, OMP_NUM_THREADS="1"),
 }
@@ -194,10 +215,15 @@ info = {}
 for name, worker in workers.items():
     send(worker, "info")
     info[name] = receive(worker)
-    print(f"{name:>14}: {worker.settings or 'defaults'} -> {info[name]['threads']} "
-          f"intra-op threads, capability {info[name]['capability']}")
-print(f"set_num_interop_threads: first call {info['default']['interop'][1]}; "
-      f"second: {info['default']['interop'][2]}")
+    count = info[name]["threads"]
+    print(
+        f"{name:>14}: {worker.settings or 'defaults'} -> {count} intra-op "
+        f"thread{'s' * (count != 1)}, capability {info[name]['capability']}"
+    )
+print(
+    f"set_num_interop_threads: first call {info['default']['interop'][1]}; "
+    f"second: {info['default']['interop'][2]}"
+)
 
 # sphinx_gallery_start_ignore
 assert info["1 thread 1"]["threads"] == 1 and info["1 thread 2"]["threads"] == 1
@@ -227,10 +253,15 @@ for _ in range(5):
             small[policy][op] = small[policy].get(op, ()) + tuple(per_call)
 small = {p: {op: Timing(t, 1) for op, t in ops.items()} for p, ops in small.items()}
 for op in small["default"]:
-    print(f"{op}: default {format_seconds(small['default'][op].median)}, "
-          f"PASSIVE {format_seconds(small['PASSIVE'][op].median)}")
-    expect(f"a {op} at 2 threads is slower with OMP_WAIT_POLICY=PASSIVE than by default",
-           speedup(small["PASSIVE"][op], small["default"][op]), above=1.0)
+    print(
+        f"{op}: default {format_seconds(small['default'][op].median)}, "
+        f"PASSIVE {format_seconds(small['PASSIVE'][op].median)}"
+    )
+    expect(
+        f"the {op} at 2 threads takes longer with OMP_WAIT_POLICY=PASSIVE than by default",
+        speedup(small["PASSIVE"][op], small["default"][op]),
+        above=1.0,
+    )
 
 # %%
 # What spinning costs is the other side: a core that a spinning thread holds is a core
@@ -246,8 +277,11 @@ for _ in range(4):
         cpu[policy].append(receive(workers[policy]))
 cpu = {p: Timing(tuple(s), 1) for p, s in cpu.items()}
 print(", ".join(f"{p}: {format_seconds(s.median)} of CPU per step" for p, s in cpu.items()))
-expect("between small parallel operations, the default wait policy uses more CPU than "
-       "PASSIVE", speedup(cpu["default"], cpu["PASSIVE"]), above=1.0)  # default / PASSIVE
+expect(
+    "between small parallel operations, the default wait policy uses more CPU than PASSIVE",
+    speedup(cpu["default"], cpu["PASSIVE"]),
+    above=1.0,
+)  # default / PASSIVE
 
 # %%
 # Oversubscription: several processes that each take every core
@@ -265,8 +299,9 @@ if not can_pin:
 capped_label = "one thread each, pinned" if can_pin else "one thread each"
 rounds = {"each takes every core": [], capped_label: []}
 for _ in range(3):
-    for label, pair in zip(rounds, (("all threads 1", "all threads 2"),
-                                    ("1 thread 1", "1 thread 2")), strict=True):
+    for label, pair in zip(
+        rounds, (("all threads 1", "all threads 2"), ("1 thread 1", "1 thread 2")), strict=True
+    ):
         for name in pair:
             send(workers[name], "work", threads=info[name]["threads"])
         rounds[label].append(max(receive(workers[name]) for name in pair))
@@ -274,8 +309,11 @@ rounds = {label: Timing(tuple(t), 1) for label, t in rounds.items()}
 for label, t in rounds.items():
     print(f"{label}: {format_seconds(t.median)} for both")
 crowded, capped = rounds.values()
-expect("two processes finish the same work sooner with one thread each than with "
-       "every core each", speedup(crowded, capped), above=1.0)
+expect(
+    "two processes finish the same work sooner with one thread each than with every core each",
+    speedup(crowded, capped),
+    above=1.0,
+)
 
 # %%
 # Vector instructions: what the CPU capability means for speed
@@ -290,21 +328,26 @@ for _ in range(3):
         send(workers[name], "sigmoid", threads=1)
         vector[name] += tuple(receive(workers[name]))
 vector = {name: Timing(t, 1) for name, t in vector.items()}
-print(f"capability here: {torch.backends.cpu.get_cpu_capability()}; sigmoid on one thread: "
-      f"{format_seconds(vector['default'].median)}, with portable kernels "
-      f"{format_seconds(vector['portable'].median)}")
-expect("the CPU's own vector kernels compute a sigmoid faster than torch's portable ones",
-       speedup(vector["portable"], vector["default"]), above=1.0)
+print(
+    f"capability here: {torch.backends.cpu.get_cpu_capability()}; sigmoid on one thread: "
+    f"{format_seconds(vector['default'].median)}, with portable kernels "
+    f"{format_seconds(vector['portable'].median)}"
+)
+expect(
+    "the CPU's own vector kernels compute a sigmoid faster than torch's portable ones",
+    speedup(vector["portable"], vector["default"]),
+    above=1.0,
+)
 for worker in workers.values():
     worker.stdin.close()
     worker.wait()
 folder.cleanup()
 
 # %%
-# A narrower type is faster only where the CPU has instructions for it. A CPU with
-# native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) multiplies bfloat16 matrices
-# at least as fast as float32 ones; one without converts every element and can be
-# many times slower. A single probe product sizes the comparison so that the slow
+# A narrower type is faster only where the CPU has instructions for it. On a CPU with
+# native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) a bfloat16 matrix product
+# should run at least as fast as a float32 one; on one without, every element is
+# converted and the product can be many times slower. A single probe product sizes the comparison so that the slow
 # case stays short.
 import time
 
@@ -317,17 +360,23 @@ size = 512 if seconds < 2e-3 else 256
 x32 = torch.randn(size, size)
 x16 = x32.to(torch.bfloat16)
 print(f"probe: a 128×128 bfloat16 product took {format_seconds(seconds)}; size {size}")
-bf16 = compare(f"{size}×{size} matrix product", {"float32": lambda: x32 @ x32,
-               "bfloat16": lambda: x16 @ x16}, budget_s=0.3)
-expect(f"a {size}×{size} bfloat16 product runs faster than a float32 one here",
-       speedup(bf16[0], bf16[1]), above=1.0)
+bf16 = compare(
+    f"{size}×{size} matrix product",
+    {"float32": lambda: x32 @ x32, "bfloat16": lambda: x16 @ x16},
+    budget_s=0.3,
+)
+expect(
+    f"a {size}×{size} bfloat16 product runs faster than a float32 one here",
+    speedup(bf16[0], bf16[1]),
+    above=1.0,
+)
 
 # %%
 # What the page measured
 # ----------------------
-# Each point is a median, its bars the quartiles of the repeats: the wait policy's
-# price for the two small operations, on the left, and the two pairs of processes, on
-# the right.
+# Each point is a median, its bars the quartiles of the repeats, on logarithmic axes:
+# the two small operations under each wait policy on the left, the two pairs of
+# processes on the right.
 import matplotlib.pyplot as plt
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
@@ -336,17 +385,40 @@ for shift, policy in zip((-0.08, 0.08), policies, strict=True):
     med = [small[policy][op].median * 1e6 for op in ops]
     low = [(small[policy][op].median - small[policy][op].q1) * 1e6 for op in ops]
     high = [(small[policy][op].q3 - small[policy][op].median) * 1e6 for op in ops]
-    left.errorbar([i + shift for i in range(len(ops))], med, yerr=[low, high], fmt="o",
-                  label=f"wait policy {policy}")
-left.set(xticks=range(len(ops)), xticklabels=ops, ylabel="µs per call", ylim=(0, None),
-         xlim=(-0.5, len(ops) - 0.5), title="At 2 threads")
+    left.errorbar(
+        [i + shift for i in range(len(ops))],
+        med,
+        yerr=[low, high],
+        fmt="o",
+        label=f"wait policy {policy}",
+    )
+left.set(
+    xticks=range(len(ops)),
+    xticklabels=ops,
+    ylabel="µs per call",
+    yscale="log",
+    xlim=(-0.5, len(ops) - 0.5),
+    title="At 2 threads",
+)
 left.legend()
 labels = list(rounds)
-right.errorbar(range(len(labels)), [rounds[k].median for k in labels], fmt="o",
-               yerr=[[rounds[k].median - rounds[k].q1 for k in labels],
-                     [rounds[k].q3 - rounds[k].median for k in labels]])
-right.set(xticks=range(len(labels)), xticklabels=labels, ylabel="seconds for both",
-          ylim=(0, None), xlim=(-0.5, len(labels) - 0.5), title="Two processes at once")
+right.errorbar(
+    range(len(labels)),
+    [rounds[k].median for k in labels],
+    fmt="o",
+    yerr=[
+        [rounds[k].median - rounds[k].q1 for k in labels],
+        [rounds[k].q3 - rounds[k].median for k in labels],
+    ],
+)
+right.set(
+    xticks=range(len(labels)),
+    xticklabels=labels,
+    ylabel="seconds for both",
+    yscale="log",
+    xlim=(-0.5, len(labels) - 0.5),
+    title="Two processes at once",
+)
 plt.show()
 
 # %%

@@ -96,8 +96,7 @@ class Machine:
     def __post_init__(self) -> None:
         env = self.environment
         if not isinstance(env, Mapping) or not all(
-            isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str)
-            for k, v in env.items()
+            isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str) for k, v in env.items()
         ):
             msg = (
                 "machine field 'environment' must map variable names (A-Z, 0-9, _) "
