@@ -347,8 +347,8 @@ folder.cleanup()
 # A narrower type is faster only where the CPU has instructions for it. On a CPU with
 # native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) a bfloat16 matrix product
 # should run at least as fast as a float32 one; on one without, every element is
-# converted and the product can be many times slower. A single probe product sizes the comparison so that the slow
-# case stays short.
+# converted and the product can be many times slower. A single probe product sizes the
+# comparison so that the slow case stays short.
 import time
 
 probe = torch.randn(128, 128, dtype=torch.bfloat16)
