@@ -65,3 +65,26 @@ def test_nothing_that_runs_pages_sets_a_timing_variable():
         if setting.search(line)
     ]
     assert found == []
+
+
+def test_the_stamp_and_the_records_name_the_timing_variables_set(tmp_path, monkeypatch):
+    """A stand-in's or a reader's setting shows beside its numbers, on the page and in files."""
+    from effpt.device import this_machine
+    from effpt.records import Record, read_records, save_records
+    from effpt_site.decorations import stamp_text
+
+    for name in TIMING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    machine = this_machine("cpu")
+    stamp = {"executed_at": "2026-11-27 11:00 UTC", "machine": machine.to_dict()}
+    assert stamp_text("en", stamp, 3.0, None).endswith(
+        " · OMP_NUM_THREADS=1 · OMP_WAIT_POLICY=PASSIVE in 3.0 s."
+    )
+    record = Record("add", "loop", 2e-3, 1e-4, 1.9e-3, 2.1e-3, 5, 10, "loop", machine)
+    path = tmp_path / "records.jsonl"
+    monkeypatch.setenv("EFFPT_RECORDS_FILE", str(path))
+    save_records([record])
+    (read,) = read_records(path)
+    assert read.machine.environment == {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
