@@ -135,10 +135,10 @@ def answer(task):
         return {k: t.per_call for k, t in times.items()}
     if kind == "steps":  # small parallel additions with serial Python work between them
         v, cpu = torch.randn(65536), time.process_time()
-        for _ in range(500):
+        for _ in range(200):
             v + v
             sum(range(300))
-        return (time.process_time() - cpu) / 500  # CPU seconds of all threads, per step
+        return (time.process_time() - cpu) / 200  # CPU seconds of all threads, per step
     if kind == "sigmoid":
         x = torch.randn(2**18)
         return time_callable(lambda: x.sigmoid(), budget_s=0.05).per_call
@@ -194,18 +194,17 @@ def receive(worker):
 
 # %%
 # The workers start together, so that their imports of torch overlap; each says
-# ``"ready"`` once it has. Two workers differ only in the wait policy, one runs torch's
-# portable kernels, and four serve the oversubscription test further down: two with
-# PyTorch's defaults, two capped at one thread and, where the OS allows it, pinned each
-# to a core of its own.
+# ``"ready"`` once it has. Two workers differ only in the wait policy and one runs
+# torch's portable kernels. The oversubscription test further down pairs the default
+# worker with a second one like it, and runs two more capped at one thread and, where
+# the OS allows it, pinned each to a core of its own.
 can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
 own_cores = sorted(os.sched_getaffinity(0))[:2] if can_pin else [None, None]
 workers = {
     "default": start(),
     "PASSIVE": start(OMP_WAIT_POLICY="PASSIVE"),
     "portable": start(ATEN_CPU_CAPABILITY="default"),
-    "all threads 1": start(),
-    "all threads 2": start(),
+    "default, second": start(),
     "1 thread 1": start([own_cores[0]] if can_pin else None, OMP_NUM_THREADS="1"),
     "1 thread 2": start([own_cores[1]] if can_pin else None, OMP_NUM_THREADS="1"),
 }
@@ -239,14 +238,14 @@ assert "cannot set number of interop threads" in info["default"]["interop"][2]
 # they spin for a while, burning a core, so that the next region finds them awake;
 # ``OMP_WAIT_POLICY=PASSIVE`` puts them to sleep at once, and every region then pays to
 # wake them. The two workers time a 32 × 32 matrix product and an addition of 65,536
-# float32 numbers at 2 threads, taking turns five times so that a change in the
+# float32 numbers at 2 threads, taking turns four times so that a change in the
 # machine's load falls on both.
 from effpt.bench import Timing
 from effpt.records import format_seconds
 
 policies = ("default", "PASSIVE")
 small = {p: {} for p in policies}
-for _ in range(5):
+for _ in range(4):
     for policy in policies:
         send(workers[policy], "small", threads=2)
         for op, per_call in receive(workers[policy]).items():
@@ -265,7 +264,7 @@ for op in small["default"]:
 
 # %%
 # What spinning costs is the other side: a core that a spinning thread holds is a core
-# other work does not get. Each worker below runs 500 steps of one addition followed by
+# other work does not get. Each worker below runs 200 steps of one addition followed by
 # serial Python work, and reports the CPU time its threads used per step. A helper
 # thread that spins through the serial part adds that time to the step's CPU; one that
 # sleeps adds only its wake-up. On a busy machine the difference is taken from the
@@ -300,7 +299,7 @@ capped_label = "one thread each, pinned" if can_pin else "one thread each"
 rounds = {"each takes every core": [], capped_label: []}
 for _ in range(3):
     for label, pair in zip(
-        rounds, (("all threads 1", "all threads 2"), ("1 thread 1", "1 thread 2")), strict=True
+        rounds, (("default", "default, second"), ("1 thread 1", "1 thread 2")), strict=True
     ):
         for name in pair:
             send(workers[name], "work", threads=info[name]["threads"])
