@@ -21,9 +21,9 @@ from typing import Any
 
 __all__ = ["TIMING_VARIABLES", "Machine", "timing_environment"]
 
-#: Environment variables that change how fast torch runs when they are set: thread
-#: counts, how OpenMP's idle threads wait (spin or sleep), the CPU kernels and oneDNN's
-#: instruction set, and on CUDA synchronous launches and the allocator's settings.
+#: Environment variables that change how fast torch runs when they are set (thread
+#: counts, how OpenMP's idle threads wait, the instruction set of the CPU kernels and of
+#: oneDNN; on CUDA, synchronous launches and the allocator's settings).
 TIMING_VARIABLES = (
     "OMP_NUM_THREADS",
     "MKL_NUM_THREADS",
@@ -91,7 +91,7 @@ class Machine:
     threads: int | None
     cuda: str | None
     torch: str
-    environment: dict[str, str] = field(default_factory=dict)
+    environment: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         env = self.environment
