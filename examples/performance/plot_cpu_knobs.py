@@ -276,7 +276,7 @@ for _ in range(4):
         cpu[policy].append(receive(workers[policy]))
 cpu = {p: Timing(tuple(s), 1) for p, s in cpu.items()}
 print(", ".join(f"{p}: {format_seconds(s.median)} of CPU per step" for p, s in cpu.items()))
-expect(
+_ = expect(
     "between small parallel operations, the default wait policy uses more CPU than PASSIVE",
     speedup(cpu["default"], cpu["PASSIVE"]),
     above=1.0,
@@ -308,7 +308,7 @@ rounds = {label: Timing(tuple(t), 1) for label, t in rounds.items()}
 for label, t in rounds.items():
     print(f"{label}: {format_seconds(t.median)} for both")
 crowded, capped = rounds.values()
-expect(
+_ = expect(
     "two processes finish the same work sooner with one thread each than with every core each",
     speedup(crowded, capped),
     above=1.0,
@@ -364,7 +364,7 @@ bf16 = compare(
     {"float32": lambda: x32 @ x32, "bfloat16": lambda: x16 @ x16},
     budget_s=0.3,
 )
-expect(
+_ = expect(
     f"a {size}×{size} bfloat16 product runs faster than a float32 one here",
     speedup(bf16[0], bf16[1]),
     above=1.0,
