@@ -267,7 +267,9 @@ for op in small["default"]:
 # other work does not get. Each worker below runs 200 steps of one addition followed by
 # serial Python work, and reports the CPU time its threads used per step. A helper
 # thread that spins through the serial part adds that time to the step's CPU; one that
-# sleeps adds only its wake-up. On a busy machine the difference is taken from the
+# sleeps adds its wake-up, which costs system calls on both sides. How long an idle
+# thread spins before it sleeps depends on the OpenMP runtime, so either can cost more;
+# the verdict says which did here. On a busy machine, the difference is taken from the
 # other programs.
 cpu = {p: [] for p in policies}
 for _ in range(4):
