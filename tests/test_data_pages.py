@@ -58,7 +58,7 @@ def test_page_runs_under_every_start_method(page, mode, tmp_path):
     shutil.copy(page, tmp_path / page.name)
     template = AS_GALLERY if mode == "gallery" else AS_SCRIPT
     code = template.format(method=method, name=page.name)
-    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {**os.environ, "MPLBACKEND": "Agg"}
     env.pop("EFFPT_RECORDS_FILE", None)
     result = subprocess.run(
         [sys.executable, *WARNINGS, "-c", code],

@@ -6,6 +6,14 @@ import pytest
 import torch
 
 from effpt import device as dev
+from effpt.machine import TIMING_VARIABLES
+
+
+@pytest.fixture(autouse=True)
+def _no_timing_variables(monkeypatch):
+    """Each test starts with none of the timing variables set, whatever the shell has."""
+    for name in TIMING_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 def test_env_override_selects_cpu(monkeypatch):
@@ -144,3 +152,65 @@ def test_an_old_files_machine_line_reads_back_to_the_same_line(line):
 def test_a_line_describe_never_writes_is_rejected(line):
     with pytest.raises(ValueError, match=r"is not one that effpt\.device\.describe"):
         dev.Machine.read(line)
+
+
+def test_timing_environment_names_only_the_variables_that_change_timings():
+    from effpt.machine import timing_environment
+
+    environ = {
+        "OMP_WAIT_POLICY": "PASSIVE",
+        "MPLBACKEND": "Agg",
+        "KMP_BLOCKTIME": "0",
+        "HOME": "/root",
+        "ATEN_CPU_CAPABILITY": "avx2",
+    }
+    assert timing_environment(environ) == {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "KMP_BLOCKTIME": "0",
+        "OMP_WAIT_POLICY": "PASSIVE",
+    }
+    assert {"OMP_NUM_THREADS", "MKL_NUM_THREADS", "OMP_WAIT_POLICY"} <= set(TIMING_VARIABLES)
+    assert "MPLBACKEND" not in TIMING_VARIABLES
+
+
+def test_the_machine_of_a_run_names_the_timing_variables_set(monkeypatch):
+    monkeypatch.setattr(dev, "_cpu_name", lambda: "Test CPU 9000")
+    plain = dev.this_machine("cpu")
+    assert plain.environment == {}
+    assert "=" not in str(plain)
+    monkeypatch.setenv("OMP_WAIT_POLICY", "PASSIVE")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    cpu = dev.this_machine("cpu")
+    assert cpu.environment["OMP_WAIT_POLICY"] == "PASSIVE"
+    line = dev.describe("cpu")
+    assert line.endswith(" · OMP_NUM_THREADS=1 · OMP_WAIT_POLICY=PASSIVE")
+    assert dev.Machine.read(line) == cpu
+    assert dev.Machine.from_dict(cpu.to_dict()) == cpu
+    assert cpu.to_dict()["environment"] == {"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "PASSIVE"}
+    assert hash(cpu) != hash(plain)
+
+
+def test_a_machine_file_without_environment_reads_as_none_set():
+    old = {"kind": "cpu", "name": "x", "threads": 2, "cuda": None, "torch": "2.6.0"}
+    assert dev.Machine.from_dict(old).environment == {}
+
+
+@pytest.mark.parametrize(
+    ("environment", "error"),
+    [
+        ({"OMP_WAIT_POLICY": 1}, "'environment'"),
+        ({"omp wait": "PASSIVE"}, "'environment'"),
+        (["OMP_WAIT_POLICY=PASSIVE"], "'environment'"),
+    ],
+)
+def test_a_bad_machine_environment_names_its_field(environment, error):
+    data = {
+        "kind": "cpu",
+        "name": "x",
+        "threads": 2,
+        "cuda": None,
+        "torch": "2.6.0",
+        "environment": environment,
+    }
+    with pytest.raises((TypeError, ValueError), match=error):
+        dev.Machine.from_dict(data)

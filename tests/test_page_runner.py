@@ -52,7 +52,7 @@ def test_a_page_runs_alone_in_a_clean_environment(tmp_path, monkeypatch):
         "EFFPT_RECORDS_FILE": None,
         "NOX_CURRENT_SESSION": None,
         "MPLBACKEND": "Agg",
-        "OMP_WAIT_POLICY": "PASSIVE",
+        "OMP_WAIT_POLICY": None,
         "EXTRA": "1",
         "files": sorted(
             ["plot_probe.py", "expectations.jsonl", "claims.jsonl"], key=seen["files"].index

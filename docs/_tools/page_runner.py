@@ -14,8 +14,9 @@ What every run gets:
   small bootstrap that then runs the page as ``__main__`` exactly as ``python`` would);
 * a clean environment: this process's variables without ``PYTHON*``, ``EFFPT_*``,
   ``VIRTUAL_ENV`` and ``NOX_*`` and without ``PATH`` entries inside the repository
-  (nothing of the repository or of nox leaks into the page), plus ``MPLBACKEND=Agg`` and ``OMP_WAIT_POLICY=PASSIVE``, plus what the caller
-  adds;
+  (nothing of the repository or of nox leaks into the page), plus ``MPLBACKEND=Agg``
+  (figures drawn off-screen), plus what the caller adds. Nothing that changes a timing is
+  set here: a page measures what a reader's plain run measures;
 * ``EFFPT_EXPECTATIONS_FILE`` and ``EFFPT_CLAIMS_FILE`` naming files in that folder, so
   the caller reads the page's expectations and claim outcomes back
   (:meth:`PageRun.expectations_file`, :meth:`PageRun.claims_file`, then
@@ -47,8 +48,8 @@ SCRIPTS = sorted((ROOT / "examples").rglob("plot_*.py"))
 #: Prefixes of the variables a page never inherits: they would point it at the
 #: repository, at nox's environment or at the site's records.
 STRIPPED_PREFIXES = ("PYTHON", "EFFPT_", "VIRTUAL_ENV", "NOX_")
-#: What every page run gets. Spinning OpenMP waiters steal the other core on a small CPU.
-BASE_ENV = {"MPLBACKEND": "Agg", "OMP_WAIT_POLICY": "PASSIVE"}
+#: What every page run gets: only what changes no measurement (tests/test_build_environment.py).
+BASE_ENV = {"MPLBACKEND": "Agg"}
 EXPECTATIONS_NAME = "expectations.jsonl"
 CLAIMS_NAME = "claims.jsonl"
 #: Pages whose code starts processes (DataLoader workers, distributed ranks).

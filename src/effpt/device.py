@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from effpt.machine import Machine
+from effpt.machine import Machine, timing_environment
 
 __all__ = [
     "DEVICE_CHOICES",
@@ -168,6 +168,9 @@ def _cpu_name() -> str:
 def this_machine(device: torch.device | str | None = None) -> Machine:
     """The :class:`~effpt.machine.Machine` that ``device`` (default: :func:`pick_device`) is on.
 
+    Its ``environment`` holds the timing variables set in this process
+    (:func:`effpt.machine.timing_environment`), on every kind of device.
+
     Examples
     --------
     >>> m = this_machine("cpu")
@@ -177,17 +180,19 @@ def this_machine(device: torch.device | str | None = None) -> Machine:
     'meta device'
     """
     dev = pick_device() if device is None else torch.device(device)
+    env = timing_environment()
     if dev.type == "cuda":
         name = torch.cuda.get_device_name(dev)
-        return Machine("cuda", name, None, str(torch.version.cuda), torch_version())
+        return Machine("cuda", name, None, str(torch.version.cuda), torch_version(), env)
     if dev.type == "mps":
-        return Machine("mps", f"Apple {platform.machine()} GPU (MPS)", None, None, torch_version())
+        name = f"Apple {platform.machine()} GPU (MPS)"
+        return Machine("mps", name, None, None, torch_version(), env)
     if dev.type != "cpu":
-        return Machine(dev.type, f"{dev} device", None, None, torch_version())
+        return Machine(dev.type, f"{dev} device", None, None, torch_version(), env)
     model = _cpu_name()
     arch = platform.machine()
     label = f"{arch} CPU" if model in ("", arch) else f"{arch} CPU ({model})"
-    return Machine("cpu", label, torch.get_num_threads(), None, torch_version())
+    return Machine("cpu", label, torch.get_num_threads(), None, torch_version(), env)
 
 
 def describe(device: torch.device | str | None = None) -> str:
@@ -203,9 +208,12 @@ def describe(device: torch.device | str | None = None) -> str:
     >>> line = describe("cpu")
     >>> "CPU" in line and f"{torch.get_num_threads()} thread" in line
     True
-    >>> line.endswith(f"· torch {torch_version()}")
+    >>> f"· torch {torch_version()}" in line
     True
     >>> describe("meta").startswith("meta device")
     True
+
+    A timing variable set in the environment ends the line, ``NAME=value``, e.g.
+    ``"x86_64 CPU, 1 thread · torch 2.13.0 · OMP_NUM_THREADS=1"``.
     """
     return str(this_machine(device))

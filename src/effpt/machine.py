@@ -4,15 +4,57 @@
 :func:`effpt.device.describe` prints. JSON files store its fields (:meth:`Machine.to_dict`)
 and read them back with :meth:`Machine.read`, so that no reader parses the line. This
 module needs nothing beyond the standard library (tools without torch load it alone).
+
+A machine also carries the environment variables that change timings when they are set
+(:data:`TIMING_VARIABLES`, read by :func:`timing_environment`): a run with
+``OMP_NUM_THREADS=1`` or ``OMP_WAIT_POLICY=PASSIVE`` is not the same machine as one
+without, and its stamp and records say so.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Machine"]
+__all__ = ["TIMING_VARIABLES", "Machine", "timing_environment"]
+
+#: Environment variables that change how fast torch runs when they are set (thread
+#: counts, how OpenMP's idle threads wait, the instruction set of the CPU kernels and of
+#: oneDNN; on CUDA, synchronous launches and the allocator's settings).
+TIMING_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "KMP_BLOCKTIME",
+    "GOMP_SPINCOUNT",
+    "OMP_PROC_BIND",
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "CUDA_LAUNCH_BLOCKING",
+    "PYTORCH_CUDA_ALLOC_CONF",
+)
+_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+_SETTING = re.compile(r"([A-Z][A-Z0-9_]*)=(.*)")
+
+
+def timing_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables of :data:`TIMING_VARIABLES` set in ``environ`` (default: this process's).
+
+    What a stamp, a record or a machine's evidence file names beside its timings; an
+    empty dict means torch ran with its own defaults.
+
+    Examples
+    --------
+    >>> timing_environment({"OMP_WAIT_POLICY": "PASSIVE", "MPLBACKEND": "Agg", "HOME": "/root"})
+    {'OMP_WAIT_POLICY': 'PASSIVE'}
+    >>> timing_environment({})
+    {}
+    """
+    env = os.environ if environ is None else environ
+    return {name: env[name] for name in TIMING_VARIABLES if name in env}
 
 
 @dataclass(frozen=True)
@@ -23,8 +65,9 @@ class Machine:
     device type such as ``"meta"``); ``name`` names the processor or GPU as printed
     (``"x86_64 CPU (AMD EPYC 9B14)"``, ``"NVIDIA H100 80GB HBM3"``); ``threads`` is the
     CPU's thread count (CPU only), ``cuda`` the CUDA version torch was built with (CUDA
-    only), ``torch`` torch's version. ``str()`` gives the line that
-    :func:`~effpt.device.describe` prints.
+    only), ``torch`` torch's version, ``environment`` the timing variables that were set
+    (:func:`timing_environment`; none by default). ``str()`` gives the line that
+    :func:`~effpt.device.describe` prints, the variables set at its end.
 
     Examples
     --------
@@ -35,6 +78,8 @@ class Machine:
     True
     >>> str(Machine("cpu", "x86_64 CPU (AMD EPYC 9B14)", 1, None, "2.6.0"))
     'x86_64 CPU (AMD EPYC 9B14), 1 thread · torch 2.6.0'
+    >>> str(Machine("cpu", "x86_64 CPU", 2, None, "2.13.0", {"OMP_WAIT_POLICY": "PASSIVE"}))
+    'x86_64 CPU, 2 threads · torch 2.13.0 · OMP_WAIT_POLICY=PASSIVE'
     >>> Machine("cpu", "x86_64 CPU", None, None, "2.13.0")
     Traceback (most recent call last):
     ...
@@ -46,8 +91,19 @@ class Machine:
     threads: int | None
     cuda: str | None
     torch: str
+    environment: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        env = self.environment
+        if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str) for k, v in env.items()
+        ):
+            msg = (
+                "machine field 'environment' must map variable names (A-Z, 0-9, _) "
+                f"to str values, got {env!r}"
+            )
+            raise ValueError(msg)
+        object.__setattr__(self, "environment", dict(sorted(env.items())))
         for field_name in ("kind", "name", "torch"):
             value = getattr(self, field_name)
             if not isinstance(value, str) or not value.strip():
@@ -75,9 +131,18 @@ class Machine:
             return self.name
         return f"{self.name}, {self.threads} thread{'s' if self.threads != 1 else ''}"
 
+    def __hash__(self) -> int:
+        fields = (self.kind, self.name, self.threads, self.cuda, self.torch)
+        return hash((*fields, tuple(self.environment.items())))
+
+    @property
+    def settings(self) -> list[str]:
+        """The timing variables set, as ``NAME=value`` strings (empty when none was set)."""
+        return [f"{name}={value}" for name, value in self.environment.items()]
+
     def __str__(self) -> str:
         cuda = [f"CUDA {self.cuda}"] if self.cuda is not None else []
-        return " · ".join([self.hardware, *cuda, f"torch {self.torch}"])
+        return " · ".join([self.hardware, *cuda, f"torch {self.torch}", *self.settings])
 
     def to_dict(self) -> dict[str, Any]:
         """The machine as a JSON-ready dict (:meth:`from_dict` reads it back)."""
@@ -87,11 +152,15 @@ class Machine:
             "threads": self.threads,
             "cuda": self.cuda,
             "torch": self.torch,
+            "environment": dict(self.environment),
         }
 
     @classmethod
     def from_dict(cls, data: object) -> Machine:
         """The machine :meth:`to_dict` wrote; a missing, unknown or bad field raises ValueError.
+
+        A file written before machines carried their ``environment`` has none: it reads
+        as a machine with no timing variable set.
 
         Examples
         --------
@@ -104,7 +173,8 @@ class Machine:
             msg = f"machine must be a JSON object, got {type(data).__name__}"
             raise TypeError(msg)
         names = {"kind", "name", "threads", "cuda", "torch"}
-        missing, extra = sorted(names - data.keys()), sorted(data.keys() - names)
+        missing = sorted(names - data.keys())
+        extra = sorted(data.keys() - names - {"environment"})
         if missing or extra:
             msg = (
                 f"machine: missing fields {missing}"
@@ -124,7 +194,9 @@ class Machine:
         Examples
         --------
         >>> Machine.from_text("x86_64 CPU (Intel(R) Xeon(R) Processor), 2 threads · torch 2.6.0")
-        Machine(kind='cpu', name='x86_64 CPU (Intel(R) Xeon(R) Processor)', threads=2, cuda=None, torch='2.6.0')
+        Machine(kind='cpu', name='x86_64 CPU (Intel(R) Xeon(R) Processor)', threads=2, cuda=None, torch='2.6.0', environment={})
+        >>> Machine.from_text("x86_64 CPU, 1 thread · torch 2.13.0 · OMP_NUM_THREADS=1").environment
+        {'OMP_NUM_THREADS': '1'}
         >>> Machine.from_text("NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0").kind
         'cuda'
         >>> Machine.from_text("a fast box")
@@ -136,6 +208,15 @@ class Machine:
             msg = f"machine must be a JSON object or a str, got {type(text).__name__}"
             raise TypeError(msg)
         parts = text.split(" · ")
+        settings = {}
+        while len(parts) > 1 and (setting := _SETTING.fullmatch(parts[-1])):
+            settings[setting.group(1)] = setting.group(2)
+            parts.pop()
+        machine = cls._from_parts(text, parts)
+        return cls(**{**machine.to_dict(), "environment": settings})
+
+    @classmethod
+    def _from_parts(cls, text: str, parts: list[str]) -> Machine:
         torch_part = parts.pop() if len(parts) > 1 and parts[-1].startswith("torch ") else ""
         version = torch_part.removeprefix("torch ")
         cpu = re.fullmatch(r"(.+), (\d+) threads?", parts[0]) if len(parts) == 1 else None

@@ -101,6 +101,8 @@ def build_stamp(machine: Machine, day: datetime, language: str = "en") -> str:
     where = machine.hardware
     if machine.cuda is not None:
         where += f" (CUDA {machine.cuda})"
+    if machine.settings:  # the timing variables set for the build (a thread cap, say)
+        where += f" ({', '.join(machine.settings)})"
     torch_part = f"torch {machine.torch}"
     if language != "en":
         template = "Built on {day} on {where}, with {torch}."

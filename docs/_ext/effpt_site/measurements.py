@@ -139,7 +139,7 @@ def _machines_line(rows: list[_Row], t) -> str:
     threads: dict[str, list[int]] = {}
     for machine in sorted({r.machine for r in rows}, key=lambda m: (str(m), m.threads or 0)):
         cuda = [f"CUDA {machine.cuda}"] if machine.cuda is not None else []
-        name = " · ".join([machine.name, *cuda, f"torch {machine.torch}"])
+        name = " · ".join([machine.name, *cuda, f"torch {machine.torch}", *machine.settings])
         threads.setdefault(name, [])
         if machine.threads is not None:
             threads[name].append(machine.threads)

@@ -1,0 +1,447 @@
+"""
+Set the CPU's own knobs: threads, waiting, pinning and vector width
+===================================================================
+
+.. effpt-before-you-start::
+   :learn: - Set the intra-op and inter-op thread pools, and tell which settings only a
+             new process can change.
+           - Measure what OpenMP's wait policy trades: the wake-up a small operation pays
+             against the CPU that spinning threads take from other work.
+           - Avoid oversubscription when several processes each take every core, with a
+             thread cap and, where the OS allows it, pinning.
+           - Read the CPU capability torch picked, and measure bfloat16 against float32.
+   :read-first: :doc:`/auto_examples/compilation/plot_where_time_goes` for an operation's
+                fixed costs and the thread pool's hand-off.
+   :needs: Any CPU; the page measures the CPU even where a GPU is present. Pinning needs
+           an OS with ``os.sched_setaffinity`` (Linux); elsewhere that part prints why it
+           is skipped. The thread comparisons need at least two cores to mean anything.
+
+PyTorch runs CPU operations on a pool of threads whose size, waiting habits and
+instruction set are chosen when the process starts, from the machine and from a few
+environment variables. Those defaults suit one program alone on a machine; a server
+running several workers, a laptop busy with other work or a build timing small
+operations may want others. This page sets each knob, starts a fresh process where a
+knob is read only at start, and measures what each one changes on the machine that
+built it.
+
+To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_cpu_knobs.py``.
+"""
+
+# %%
+# What this process was given
+# ---------------------------
+# :func:`torch.get_num_threads` is the size of the intra-op pool, which splits one
+# large operation across cores; :func:`torch.get_num_interop_threads` is the size of the
+# inter-op pool, which runs independent operations side by side (TorchScript's
+# ``fork``, some backends). :func:`effpt.machine.timing_environment` lists the variables
+# that change timings and were set when this process started: an empty list means
+# PyTorch's own defaults, the environment this site measures in.
+import os
+import sys
+
+import torch
+
+from effpt.device import describe
+from effpt.machine import timing_environment
+
+torch.manual_seed(0)
+print(describe("cpu"))
+cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+threads = torch.get_num_threads()
+print(
+    f"cores this process may use: {cores}; intra-op threads {threads}, "
+    f"inter-op threads {torch.get_num_interop_threads()}"
+)
+print(f"timing variables set: {timing_environment() or 'none'}")
+
+# %%
+# Intra-op threads, changed in the running process
+# ------------------------------------------------
+# :func:`torch.set_num_threads` resizes the intra-op pool at any time. A matrix product
+# large enough to split should finish sooner on all the threads than on one; where the
+# machine has one core, or its cores are busy with other work, it may not.
+from effpt.bench import compare
+from effpt.expect import expect
+from effpt.records import speedup
+
+n = 384
+a, b = torch.randn(n, n), torch.randn(n, n)
+
+
+def product_on(count: int):
+    def run():
+        torch.set_num_threads(count)
+        return a @ b
+
+    return run
+
+
+timed = compare(
+    f"{n}×{n} matrix product",
+    {"1 thread": product_on(1), f"{threads} threads": product_on(threads)},
+    budget_s=0.3,
+)
+torch.set_num_threads(threads)  # back to the default
+if threads > 1:
+    expect(
+        f"a {n}×{n} product runs faster on {threads} threads than on 1",
+        speedup(timed[0], timed[1]),
+        above=1.0,
+        device="cpu",  # every knob here is the CPU's
+    )
+else:
+    print("One intra-op thread here: there is no larger pool to compare with.")
+
+# %%
+# Knobs read only when a process starts
+# -------------------------------------
+# Three variables take effect only in a new process: ``OMP_NUM_THREADS`` sets the
+# intra-op pool's starting size, ``OMP_WAIT_POLICY`` says whether OpenMP's idle threads
+# spin or sleep, and ``ATEN_CPU_CAPABILITY`` caps the vector instructions of torch's
+# kernels. The inter-op pool can be sized once, before its first use
+# (:func:`torch.set_num_interop_threads`). So the page writes a small worker script to
+# a temporary folder and starts it with :data:`sys.executable`, each copy with its own
+# environment. The worker reads one JSON request per line and answers with one JSON
+# line; timings inside it use :func:`~effpt.bench.time_callable`.
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+WORKER = r"""
+import json, os, sys, time
+pin = json.loads(sys.argv[1])
+if pin is not None:  # before torch starts, so its pool is sized to these cores
+    os.sched_setaffinity(0, pin)
+import torch
+from effpt.bench import time_callable
+
+def answer(task):
+    kind = task["kind"]
+    if kind == "info":
+        interop = [torch.get_num_interop_threads()]
+        for count in (1, 2):  # the second call is refused
+            try:
+                torch.set_num_interop_threads(count)
+                interop.append("set")
+            except RuntimeError as err:
+                interop.append(str(err))
+        return {"threads": torch.get_num_threads(), "interop": interop,
+                "capability": torch.backends.cpu.get_cpu_capability()}
+    torch.set_num_threads(task["threads"])
+    if kind == "small":  # the two small operations of the wait-policy table
+        m, v = torch.randn(32, 32), torch.randn(65536)
+        times = {"32×32 product": time_callable(lambda: m @ m, budget_s=0.03),
+                 "addition of 65,536 floats": time_callable(lambda: v + v, budget_s=0.03)}
+        return {k: t.per_call for k, t in times.items()}
+    if kind == "steps":  # small parallel additions with serial Python work between them
+        v, cpu = torch.randn(65536), time.process_time()
+        for _ in range(200):
+            v + v
+            sum(range(300))
+        return (time.process_time() - cpu) / 200  # CPU seconds of all threads, per step
+    if kind == "sigmoid":
+        x = torch.randn(2**18)
+        return time_callable(lambda: x.sigmoid(), budget_s=0.05).per_call
+    if kind == "work":  # a fixed amount of work, timed from start to end
+        m = torch.randn(96, 96)
+        began = time.perf_counter()
+        for _ in range(40):
+            m @ m
+        return time.perf_counter() - began
+    raise ValueError(f"unknown task {kind!r}")
+
+print(json.dumps("ready"), flush=True)
+for line in sys.stdin:
+    print(json.dumps(answer(json.loads(line))), flush=True)
+"""
+folder = tempfile.TemporaryDirectory()  # deleted at the end of the page
+(Path(folder.name) / "worker.py").write_text(WORKER, encoding="utf-8")
+KNOBS = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OMP_WAIT_POLICY",
+    "KMP_BLOCKTIME",
+    "GOMP_SPINCOUNT",
+    "ATEN_CPU_CAPABILITY",
+)
+
+
+def start(pin=None, **settings):
+    """A worker process with PyTorch's defaults plus ``settings``, optionally pinned."""
+    env = {k: v for k, v in os.environ.items() if k not in KNOBS} | settings
+    worker = subprocess.Popen(
+        [sys.executable, str(Path(folder.name) / "worker.py"), json.dumps(pin)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env,
+        text=True,
+    )
+    worker.settings = settings
+    return worker
+
+
+def send(worker, kind, **task):
+    worker.stdin.write(json.dumps({"kind": kind, **task}) + "\n")
+    worker.stdin.flush()
+
+
+def receive(worker):
+    line = worker.stdout.readline()
+    if not line:
+        raise RuntimeError(f"worker {worker.settings} exited with code {worker.wait()}")
+    return json.loads(line)
+
+
+# %%
+# The workers start together, so that their imports of torch overlap; each says
+# ``"ready"`` once it has. Two workers differ only in the wait policy and one runs
+# torch's portable kernels. The oversubscription test further down pairs the default
+# worker with a second one like it, and runs two more capped at one thread and, where
+# the OS allows it, pinned each to a core of its own.
+can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
+own_cores = sorted(os.sched_getaffinity(0))[:2] if can_pin else [None, None]
+workers = {
+    "default": start(),
+    "PASSIVE": start(OMP_WAIT_POLICY="PASSIVE"),
+    "portable": start(ATEN_CPU_CAPABILITY="default"),
+    "default, second": start(),
+    "1 thread 1": start([own_cores[0]] if can_pin else None, OMP_NUM_THREADS="1"),
+    "1 thread 2": start([own_cores[1]] if can_pin else None, OMP_NUM_THREADS="1"),
+}
+for worker in workers.values():
+    assert receive(worker) == "ready"
+info = {}
+for name, worker in workers.items():
+    send(worker, "info")
+    info[name] = receive(worker)
+    count = info[name]["threads"]
+    print(
+        f"{name:>14}: {worker.settings or 'defaults'} -> {count} intra-op "
+        f"thread{'s' * (count != 1)}, capability {info[name]['capability']}"
+    )
+print(
+    f"set_num_interop_threads: first call {info['default']['interop'][1]}; "
+    f"second: {info['default']['interop'][2]}"
+)
+
+# sphinx_gallery_start_ignore
+assert info["1 thread 1"]["threads"] == 1 and info["1 thread 2"]["threads"] == 1
+assert info["portable"]["capability"] == "DEFAULT"
+assert info["default"]["interop"][1] == "set"
+assert "cannot set number of interop threads" in info["default"]["interop"][2]
+# sphinx_gallery_end_ignore
+
+# %%
+# Spinning or sleeping: OpenMP's wait policy
+# ------------------------------------------
+# When a parallel region ends, the threads that helped have nothing to do. By default
+# they spin for a while, burning a core, so that the next region finds them awake;
+# ``OMP_WAIT_POLICY=PASSIVE`` puts them to sleep at once, and every region then pays to
+# wake them. The two workers time a 32 × 32 matrix product and an addition of 65,536
+# float32 numbers at 2 threads, taking turns four times so that a change in the
+# machine's load falls on both.
+from effpt.bench import Timing
+from effpt.records import format_seconds
+
+policies = ("default", "PASSIVE")
+small = {p: {} for p in policies}
+for _ in range(4):
+    for policy in policies:
+        send(workers[policy], "small", threads=2)
+        for op, per_call in receive(workers[policy]).items():
+            small[policy][op] = small[policy].get(op, ()) + tuple(per_call)
+small = {p: {op: Timing(t, 1) for op, t in ops.items()} for p, ops in small.items()}
+for op in small["default"]:
+    print(
+        f"{op}: default {format_seconds(small['default'][op].median)}, "
+        f"PASSIVE {format_seconds(small['PASSIVE'][op].median)}"
+    )
+    expect(
+        f"the {op} at 2 threads takes longer with OMP_WAIT_POLICY=PASSIVE than by default",
+        speedup(small["PASSIVE"][op], small["default"][op]),
+        above=1.0,
+        device="cpu",  # every knob here is the CPU's
+    )
+
+# %%
+# What spinning costs is the other side: a core that a spinning thread holds is a core
+# other work does not get. Each worker below runs 200 steps of one addition followed by
+# serial Python work, and reports the CPU time its threads used per step. A helper
+# thread that spins through the serial part adds that time to the step's CPU; one that
+# sleeps adds its wake-up, which costs system calls on both sides. How long an idle
+# thread spins before it sleeps depends on the OpenMP runtime, so either can cost more;
+# the verdict says which did here. On a busy machine, the difference is taken from the
+# other programs.
+cpu = {p: [] for p in policies}
+for _ in range(4):
+    for policy in policies:
+        send(workers[policy], "steps", threads=2)
+        cpu[policy].append(receive(workers[policy]))
+cpu = {p: Timing(tuple(s), 1) for p, s in cpu.items()}
+print(", ".join(f"{p}: {format_seconds(s.median)} of CPU per step" for p, s in cpu.items()))
+_ = expect(
+    "between small parallel operations, the default wait policy uses more CPU than PASSIVE",
+    speedup(cpu["default"], cpu["PASSIVE"]),
+    above=1.0,
+    device="cpu",  # every knob here is the CPU's
+)  # default / PASSIVE
+
+# %%
+# Oversubscription: several processes that each take every core
+# --------------------------------------------------------------
+# DataLoader workers, several ranks of a distributed job or a few servers on one machine
+# each start a pool of as many threads as there are cores. Two such processes put twice
+# as many threads as cores on the CPU, and a parallel region waits for whichever of its
+# threads the OS has parked. The cure is one thread per process (``OMP_NUM_THREADS=1``,
+# which torchrun sets for its ranks) and, where the OS allows, pinning each process to
+# cores of its own with :func:`os.sched_setaffinity`. Both pairs below run the same
+# 40 products of 96 × 96 matrices at once; each round's time is the later of the two.
+if not can_pin:
+    why = "this OS has no os.sched_setaffinity" if cores >= 2 else "fewer than two cores"
+    print(f"Pinning skipped: {why}; the capped pair runs unpinned.")
+capped_label = "one thread each, pinned" if can_pin else "one thread each"
+rounds = {"each takes every core": [], capped_label: []}
+for _ in range(3):
+    for label, pair in zip(
+        rounds, (("default", "default, second"), ("1 thread 1", "1 thread 2")), strict=True
+    ):
+        for name in pair:
+            send(workers[name], "work", threads=info[name]["threads"])
+        rounds[label].append(max(receive(workers[name]) for name in pair))
+rounds = {label: Timing(tuple(t), 1) for label, t in rounds.items()}
+for label, t in rounds.items():
+    print(f"{label}: {format_seconds(t.median)} for both")
+crowded, capped = rounds.values()
+_ = expect(
+    "two processes finish the same work sooner with one thread each than with every core each",
+    speedup(crowded, capped),
+    above=1.0,
+    device="cpu",  # every knob here is the CPU's
+)
+
+# %%
+# Vector instructions: what the CPU capability means for speed
+# ------------------------------------------------------------
+# :func:`torch.backends.cpu.get_cpu_capability` names the widest instruction set torch's
+# own kernels use here (``AVX512``, ``AVX2``, ``SVE256``, ``DEFAULT``...). The
+# ``portable`` worker was started with ``ATEN_CPU_CAPABILITY=default``; both it and the
+# default worker time a sigmoid of 262,144 numbers on one thread, taking turns.
+vector = {"default": (), "portable": ()}
+for _ in range(3):
+    for name in vector:
+        send(workers[name], "sigmoid", threads=1)
+        vector[name] += tuple(receive(workers[name]))
+vector = {name: Timing(t, 1) for name, t in vector.items()}
+print(
+    f"capability here: {torch.backends.cpu.get_cpu_capability()}; sigmoid on one thread: "
+    f"{format_seconds(vector['default'].median)}, with portable kernels "
+    f"{format_seconds(vector['portable'].median)}"
+)
+expect(
+    "the CPU's own vector kernels compute a sigmoid faster than torch's portable ones",
+    speedup(vector["portable"], vector["default"]),
+    above=1.0,
+    device="cpu",  # every knob here is the CPU's
+)
+for worker in workers.values():
+    worker.stdin.close()
+    worker.wait()
+folder.cleanup()
+
+# %%
+# A narrower type is faster only where the CPU has instructions for it. On a CPU with
+# native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) a bfloat16 matrix product
+# should run at least as fast as a float32 one; on one without, every element is
+# converted and the product can be many times slower. A single probe product sizes the
+# comparison so that the slow case stays short.
+import time
+
+probe = torch.randn(128, 128, dtype=torch.bfloat16)
+probe @ probe  # the first call sets the kernels up
+began = time.perf_counter()
+probe @ probe
+seconds = time.perf_counter() - began
+size = 512 if seconds < 2e-3 else 256
+x32 = torch.randn(size, size)
+x16 = x32.to(torch.bfloat16)
+print(f"probe: a 128×128 bfloat16 product took {format_seconds(seconds)}; size {size}")
+bf16 = compare(
+    f"{size}×{size} matrix product",
+    {"float32": lambda: x32 @ x32, "bfloat16": lambda: x16 @ x16},
+    budget_s=0.3,
+)
+_ = expect(
+    f"a {size}×{size} bfloat16 product runs faster than a float32 one here",
+    speedup(bf16[0], bf16[1]),
+    above=1.0,
+    device="cpu",  # every knob here is the CPU's
+)
+
+# %%
+# What the page measured
+# ----------------------
+# Each point is a median, its bars the quartiles of the repeats, on logarithmic axes:
+# the two small operations under each wait policy on the left, the two pairs of
+# processes on the right.
+import matplotlib.pyplot as plt
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+for shift, policy in zip((-0.08, 0.08), policies, strict=True):
+    ops = list(small[policy])
+    med = [small[policy][op].median * 1e6 for op in ops]
+    low = [(small[policy][op].median - small[policy][op].q1) * 1e6 for op in ops]
+    high = [(small[policy][op].q3 - small[policy][op].median) * 1e6 for op in ops]
+    left.errorbar(
+        [i + shift for i in range(len(ops))],
+        med,
+        yerr=[low, high],
+        fmt="o",
+        label=f"wait policy {policy}",
+    )
+left.set(
+    xticks=range(len(ops)),
+    xticklabels=ops,
+    ylabel="µs per call",
+    yscale="log",
+    xlim=(-0.5, len(ops) - 0.5),
+    title="At 2 threads",
+)
+left.legend()
+labels = list(rounds)
+right.errorbar(
+    range(len(labels)),
+    [rounds[k].median for k in labels],
+    fmt="o",
+    yerr=[
+        [rounds[k].median - rounds[k].q1 for k in labels],
+        [rounds[k].q3 - rounds[k].median for k in labels],
+    ],
+)
+right.set(
+    xticks=range(len(labels)),
+    xticklabels=labels,
+    ylabel="seconds for both",
+    yscale="log",
+    xlim=(-0.5, len(labels) - 0.5),
+    title="Two processes at once",
+)
+plt.show()
+
+# %%
+# Summary
+# -------
+# - ``torch.set_num_threads`` resizes the intra-op pool at any time; the inter-op pool
+#   can be sized once. ``OMP_NUM_THREADS``, ``OMP_WAIT_POLICY`` and
+#   ``ATEN_CPU_CAPABILITY`` are read when a process starts: set them before it starts.
+# - The default wait policy keeps idle threads spinning: small operations skip the
+#   wake-up, and other programs lose that CPU. ``PASSIVE`` gives the CPU back and makes
+#   each parallel region pay to wake its threads. The verdicts above say which weighed
+#   more here.
+# - Processes that share a machine should share its cores: one thread each, or a pool
+#   sized to their share, pinned where the OS allows it.
+# - The capability torch reports is the instruction set its own kernels use; bfloat16
+#   is fast only where the CPU has instructions for it, so measure before switching.
+# - PyTorch's notes on
+#   `CPU threading <https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html>`__
+#   describe the two pools; this page measures what they change.
