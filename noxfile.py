@@ -172,16 +172,15 @@ def standins(session: nox.Session) -> None:
     """Every page as the reader runs it, on stand-ins for machines unlike this one.
 
     The wheel and the reader's environment as in ``nox -s reader``; then each page,
-    copied alone into an empty folder, on four stand-ins (docs/_tools/standins.py):
-    one thread only; torch's default kernels (no AVX) at one thread; AVX2 kernels at
-    one thread; this machine's threads with every core busy with other work. Each has
+    copied alone into an empty folder, on the stand-ins docs/_tools/standins.py defines
+    (``nox -s standins -- --list`` prints them with what each sets). Each has
     its own Inductor cache and is probed first to prove it took effect; the pages that
-    start processes run under spawn, forkserver, fork and fork respectively. The
-    one-thread stand-ins run two pages at a time. Fails when a page fails on any
+    start processes run under each stand-in's own start method. The one-thread
+    stand-ins run two pages at a time. Fails when a page fails on any
     stand-in; writes docs/_build/standins/report.json and prints each expectation's
     verdict per stand-in (beside this machine's own run from ``nox -s reader``) and
     which flipped. Options after ``--``: ``-k SUBSTRING`` (pages), ``--only NAME``
-    (stand-ins: one-thread, default-kernels, avx2, busy), ``--serial``.
+    (stand-ins), ``--serial``, ``--list``.
     """
     python = _reader_python(session)
     session.run(
