@@ -310,3 +310,36 @@ def test_names_that_are_not_strings_are_refused_before_timing(task, variants, ma
 def test_a_record_needs_a_machine_not_a_line():
     with pytest.raises(TypeError, match=r"machine must be an effpt\.machine\.Machine, got str"):
         bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "x86_64 CPU · torch 2.13.0")
+
+
+def test_num_threads_restores_the_number_when_the_block_raises():
+    before = torch.get_num_threads()
+    with pytest.raises(KeyError), bench.num_threads(1):
+        assert torch.get_num_threads() == 1
+        raise KeyError("inside")
+    assert torch.get_num_threads() == before
+
+
+def test_on_one_thread_runs_on_one_thread_and_names_it(capsys):
+    with bench.num_threads(2):
+        result, machine = bench.on_one_thread(lambda: (torch.get_num_threads(), "ran"), "cpu")
+        assert torch.get_num_threads() == 2
+    assert result == (1, "ran")
+    assert "CPU" in machine
+    assert ", 1 thread " in machine
+    assert capsys.readouterr().out == ""
+
+
+def test_on_one_thread_restores_the_threads_when_the_run_raises():
+    def fails():
+        raise RuntimeError("the variant failed")
+
+    with bench.num_threads(2):
+        with pytest.raises(RuntimeError, match="the variant failed"):
+            bench.on_one_thread(fails, "cpu")
+        assert torch.get_num_threads() == 2
+
+
+def test_on_one_thread_refuses_what_it_cannot_call():
+    with pytest.raises(TypeError, match="run must be callable, got int"):
+        bench.on_one_thread(3, "cpu")

@@ -228,7 +228,7 @@ assert b.is_inference() and view_b.is_inference() and not view_b._is_view()
 # thread, which keeps the intra-op pool out of the differences (the batch sweep below adds
 # the machine's threads); how they are timed: :doc:`/explanations/timing`. Both contexts
 # also work as decorators, the usual form for a prediction function.
-from effpt.bench import compare
+from effpt.bench import compare, num_threads
 from effpt.records import speedup
 
 
@@ -247,30 +247,41 @@ def forward_inference(batch: torch.Tensor) -> torch.Tensor:
 
 
 threads = torch.get_num_threads()
-torch.set_num_threads(1)  # restored after the expectations below
 gains = {}
-for b in (1, large):
-    batch = torch.randn(b, width, device=device)  # (batch, features)
-    runs = {
-        "graph recorded": lambda x=batch: forward_with_graph(x),
-        "no_grad": lambda x=batch: forward_no_grad(x),
-        "inference_mode": lambda x=batch: forward_inference(x),
-    }
-    timed = compare(f"forward, batch {b}", runs, budget_s=0.2)
-    gains[b] = (speedup(timed[0], timed[1]), speedup(timed[1], timed[2]))
-    print()
+with num_threads(1):  # back to the machine's setting after the block
+    one_thread = describe(device)  # the machine the expectations below name
+    for b in (1, large):
+        batch = torch.randn(b, width, device=device)  # (batch, features)
+        runs = {
+            "graph recorded": lambda x=batch: forward_with_graph(x),
+            "no_grad": lambda x=batch: forward_no_grad(x),
+            "inference_mode": lambda x=batch: forward_inference(x),
+        }
+        timed = compare(f"forward, batch {b}", runs, budget_s=0.2)
+        gains[b] = (speedup(timed[0], timed[1]), speedup(timed[1], timed[2]))
+        print()
 
 # %%
 # The three expectations, each with this machine's verdict (the machine's name gives the
 # thread count they ran at):
-expect("no_grad makes a batch-1 forward faster than recording the graph", gains[1][0], above=1.0)
+expect(
+    "no_grad makes a batch-1 forward faster than recording the graph",
+    gains[1][0],
+    above=1.0,
+    machine=one_thread,
+)
 expect(
     f"no_grad's gain over recording is larger at batch 1 than at batch {large}",
     gains[1][0] / gains[large][0],
     above=1.0,
+    machine=one_thread,
 )
-expect("inference_mode makes a batch-1 forward faster than no_grad", gains[1][1], above=1.0)
-torch.set_num_threads(threads)  # back to the machine's setting
+expect(
+    "inference_mode makes a batch-1 forward faster than no_grad",
+    gains[1][1],
+    above=1.0,
+    machine=one_thread,
+)
 
 # %%
 # A tensor made under ``inference_mode`` cannot re-enter autograd
@@ -340,12 +351,11 @@ batches = sorted({4**k for k in range(8) if 4**k <= largest} | {largest // 2})  
 thread_counts = sorted({1, threads}) if device.type == "cpu" else [threads]
 sweep = {}
 for n in thread_counts:
-    torch.set_num_threads(n)
-    sweep[n] = [
-        time_callable(lambda b=b: forward_inference(inputs[:b]), number=1, budget_s=0.1)
-        for b in batches
-    ]
-torch.set_num_threads(threads)  # restore the machine's setting
+    with num_threads(n):
+        sweep[n] = [
+            time_callable(lambda b=b: forward_inference(inputs[:b]), number=1, budget_s=0.1)
+            for b in batches
+        ]
 for n, timings in sweep.items():
     rate = [b / t.median for b, t in zip(batches, timings, strict=True)]  # samples per second
     knee = next(b for b, r in zip(batches, rate, strict=True) if r >= 0.8 * max(rate))
@@ -416,20 +426,19 @@ def rate_gain(timings: list, i: int, j: int) -> tuple[float, float, float]:
 
 
 for n, timings in sweep.items():
-    torch.set_num_threads(n)  # the verdict names the thread count it was measured at
     on = f"{n} thread{'s' * (n > 1)}"  # in the statement too: one statement per count
-    expect(
-        f"batch {largest} gives over 4× the samples per second of batch 1, {on}",
-        rate_gain(timings, 0, -1),
-        above=4.0,
-    )
-    expect(
-        f"samples per second have saturated: doubling the batch from {largest // 2} to "
-        f"{largest} adds under 20 %, {on}",
-        rate_gain(timings, -2, -1),
-        below=1.2,
-    )
-torch.set_num_threads(threads)
+    with num_threads(n):  # the verdict names the thread count it was measured at
+        expect(
+            f"batch {largest} gives over 4× the samples per second of batch 1, {on}",
+            rate_gain(timings, 0, -1),
+            above=4.0,
+        )
+        expect(
+            f"samples per second have saturated: doubling the batch from {largest // 2} to "
+            f"{largest} adds under 20 %, {on}",
+            rate_gain(timings, -2, -1),
+            below=1.2,
+        )
 
 # %%
 # Summary
