@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
@@ -431,12 +431,9 @@ def num_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-T = TypeVar("T")
-
-
 def on_one_thread(
-    run: Callable[[], T], device: torch.device | str | None = None
-) -> tuple[T, str] | None:
+    run: Callable[[], Any], device: torch.device | str | None = None
+) -> tuple[Any, str] | None:
     """Call ``run`` again on one CPU thread, where that is a different run; else say why not.
 
     On a CPU with several intra-op threads, ``run`` is called under ``num_threads(1)``
