@@ -314,9 +314,16 @@ def test_a_record_needs_a_machine_not_a_line():
 
 def test_num_threads_restores_the_number_when_the_block_raises():
     before = torch.get_num_threads()
-    with pytest.raises(KeyError), bench.num_threads(1):
-        assert torch.get_num_threads() == 1
-        raise KeyError("inside")
+    inside = []
+
+    def block():
+        with bench.num_threads(1):
+            inside.append(torch.get_num_threads())
+            raise KeyError("inside")
+
+    with pytest.raises(KeyError):
+        block()
+    assert inside == [1]
     assert torch.get_num_threads() == before
 
 

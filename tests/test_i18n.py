@@ -225,7 +225,7 @@ def test_the_chinese_search_names_a_stemmer_its_javascript_defines():
 
 
 def test_chinese_search_loads_its_dictionary_at_the_first_split_only(monkeypatch, tmp_path):
-    import sphinx.search.zh as zh
+    from sphinx.search import zh
 
     words = tmp_path / "dict.txt"  # the site names none: Sphinx then loads jieba's own
     words.write_text("批次大小 3 n\n", encoding="utf-8")

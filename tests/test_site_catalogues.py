@@ -76,7 +76,7 @@ def test_a_record_of_other_code_or_a_damaged_one_is_not_trusted(tmp_path, counte
     assert json.loads(record.read_text(encoding="utf-8"))["version"] == data["version"]
 
 
-def test_a_catalogue_read_as_another_syntax_is_checked_again(tmp_path, counted):
+def test_a_catalogue_read_as_another_syntax_is_checked_again(tmp_path):
     path = write_po(tmp_path, "plot_a.po", GOOD)
     checked = catalogues.CheckedCatalogues(tmp_path / "record.json")
     assert checked.check(path, "rst")[1] is True

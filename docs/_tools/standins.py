@@ -314,7 +314,9 @@ def listing() -> str:
     for s in STANDINS:
         sets = " ".join(f"{k}={v}" for k, v in s.env.items()) or "nothing"
         load = "; one load process per core" if s.busy else ""
-        lines.append(f"{s.name}: {s.machine}. Sets {sets}{load}; pages that start processes: {s.start_method}")
+        lines.append(
+            f"{s.name}: {s.machine}. Sets {sets}{load}; pages that start processes: {s.start_method}"
+        )
     return "\n".join(lines)
 
 
