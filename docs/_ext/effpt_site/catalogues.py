@@ -204,7 +204,9 @@ def _checker_version() -> str:
     import docutils  # noqa: PLC0415
 
     source = Path(__file__).read_bytes()
-    return hashlib.sha256(source + f"{docutils.__version__} {babel.__version__}".encode()).hexdigest()
+    return hashlib.sha256(
+        source + f"{docutils.__version__} {babel.__version__}".encode()
+    ).hexdigest()
 
 
 class CheckedCatalogues:
@@ -249,9 +251,7 @@ class CheckedCatalogues:
         self.path.write_text(json.dumps(data, indent=0, sort_keys=True), encoding="utf-8")
 
 
-def check_catalogues(
-    srcdir: str | Path, language: str, record: Path | None = None
-) -> Coverage:
+def check_catalogues(srcdir: str | Path, language: str, record: Path | None = None) -> Coverage:
     """Check every catalogue of ``language``; return their message counts together.
 
     With ``record`` (a JSON file), catalogues it says passed with the same bytes are

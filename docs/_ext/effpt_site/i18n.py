@@ -240,7 +240,7 @@ def chinese_search_language():
     the first split: the same dictionary, the same words, and no load when no page
     changed.
     """
-    import sphinx.search.zh as zh  # noqa: PLC0415  (needs jieba: docs only)
+    from sphinx.search import zh  # noqa: PLC0415  (needs jieba: docs only)
 
     stemmer = zh.SearchChinese.js_stemmer_rawcode.removesuffix("-stemmer.js").capitalize()
 
@@ -256,7 +256,7 @@ def chinese_search_language():
                 zh.jieba_load_userdict = load
             self._dictionaries = [(load, path) for path in held]
 
-        def split(self, input: str) -> list[str]:  # noqa: A002  (Sphinx's signature)
+        def split(self, input: str) -> list[str]:  # Sphinx's signature
             while self._dictionaries:
                 load, path = self._dictionaries.pop(0)
                 load(path)
