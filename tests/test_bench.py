@@ -54,16 +54,22 @@ def test_count_must_be_int():
         bench.time_callable(lambda: None, device="cpu", repeats=2.0)
 
 
-def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
+def compare_sleeps(monkeypatch, tmp_path, long_s: float, repeats: int, number: int):
+    """compare() of a long and a 1 ms sleep, recording to a file; its records and the file."""
     path = tmp_path / "records.jsonl"
     monkeypatch.setenv(bench.RECORDS_ENV, str(path))
     records = bench.compare(
         "sleep",
-        {"long": lambda: time.sleep(0.004), "short": lambda: time.sleep(0.001)},
+        {"long": lambda: time.sleep(long_s), "short": lambda: time.sleep(0.001)},
         device="cpu",
-        repeats=3,
-        number=2,
+        repeats=repeats,
+        number=number,
     )
+    return records, path
+
+
+def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
+    records, path = compare_sleeps(monkeypatch, tmp_path, 0.004, repeats=3, number=2)
     table = capsys.readouterr().out
     for word in ("long", "short", "speed-up over long"):
         assert word in table
@@ -197,15 +203,7 @@ def test_ratio_never_prints_more_digits_than_it_knows():
 
 
 def test_compare_prints_verdicts_and_saves_quartiles(capsys, monkeypatch, tmp_path):
-    path = tmp_path / "records.jsonl"
-    monkeypatch.setenv(bench.RECORDS_ENV, str(path))
-    bench.compare(
-        "sleep",
-        {"long": lambda: time.sleep(0.006), "short": lambda: time.sleep(0.001)},
-        device="cpu",
-        repeats=5,
-        number=1,
-    )
+    _, path = compare_sleeps(monkeypatch, tmp_path, 0.006, repeats=5, number=1)
     out = capsys.readouterr().out
     assert "(baseline)" in out
     assert "faster" in out
