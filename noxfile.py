@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -179,16 +178,15 @@ def standins(session: nox.Session) -> None:
     """Every page as the reader runs it, on stand-ins for machines unlike this one.
 
     The wheel and the reader's environment as in ``nox -s reader``; then each page,
-    copied alone into an empty folder, on four stand-ins (docs/_tools/standins.py):
-    one thread only; torch's default kernels (no AVX) at one thread; AVX2 kernels at
-    one thread; this machine's threads with every core busy with other work. Each has
+    copied alone into an empty folder, on the stand-ins docs/_tools/standins.py defines
+    (``nox -s standins -- --list`` prints them with what each sets). Each has
     its own Inductor cache and is probed first to prove it took effect; the pages that
-    start processes run under spawn, forkserver, fork and fork respectively. The
-    one-thread stand-ins run two pages at a time. Fails when a page fails on any
+    start processes run under each stand-in's own start method. The one-thread
+    stand-ins run two pages at a time. Fails when a page fails on any
     stand-in; writes docs/_build/standins/report.json and prints each expectation's
     verdict per stand-in (beside this machine's own run from ``nox -s reader``) and
     which flipped. Options after ``--``: ``-k SUBSTRING`` (pages), ``--only NAME``
-    (stand-ins: one-thread, default-kernels, avx2, busy), ``--serial``.
+    (stand-ins), ``--serial``, ``--list``.
     """
     python = _reader_python(session)
     session.run(
@@ -441,14 +439,7 @@ def linkcheck(session: nox.Session) -> None:
 
 #: Where each torch version's results live; the docs build reads them (never installs torch).
 COMPAT_DATA = DOCS / "compat"
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
-# torch's own dependencies: torch pins some of them exactly (2.6 needs sympy==1.13.1), so
-# in a matrix entry torch chooses their versions and our pins of them are dropped.
-_TORCH_OWN = re.compile(
-    r"^(sympy|mpmath|networkx|filelock|fsspec|jinja2|typing[-_]extensions|setuptools|triton"
-    r"|nvidia[-_].*)==",
-    re.IGNORECASE,
-)
+COMPAT_RUN = DOCS / "_tools" / "compat_run.py"
 
 
 @nox.session(default=False)
@@ -459,15 +450,14 @@ def compat(session: nox.Session) -> None:
     with effpt and the test group into an environment of its own, runs the unit tests
     and every gallery page there (a failing page is recorded with its traceback and the
     others still run), and writes docs/compat/torch-VERSION.json for the compatibility
-    page. The install says which constraints it uses: constraints.txt without its pins
-    of torch and of torch's own dependencies (which torch may pin), plus
-    ``torch==VERSION``, passed with ``-c`` and as PIP_CONSTRAINT (which also replaces any
-    machine-wide pip constraint that would cap torch). ``--pages NAME[,NAME]`` runs only
-    the pages whose file name contains a NAME and keeps the other pages' entries of the
-    existing file (for a page added since the last full run). Other options after the
-    version go to pytest for the unit tests.
+    page. docs/_tools/compat_run.py makes that environment (``prepare``: constraints.txt
+    without its pins of torch and of torch's own dependencies, plus ``torch==VERSION``;
+    pip's reason when that torch cannot be installed) and runs the entry.
+    ``--pages NAME[,NAME]`` runs only the pages whose file name contains a NAME and keeps
+    the other pages' entries of the existing file (for a page added since the last full
+    run). Other options after the version go to pytest for the unit tests.
     """
-    if not session.posargs or not _VERSION.match(session.posargs[0]):
+    if not session.posargs or session.posargs[0].startswith("-"):
         session.error(
             "usage: nox -s compat -- VERSION [--pages NAME,...] [pytest options], e.g. 2.15.0"
         )
@@ -478,52 +468,14 @@ def compat(session: nox.Session) -> None:
         pages_env = {"EFFPT_COMPAT_PAGES": pytest_args[i + 1]}
         del pytest_args[i : i + 2]
     env_dir = Path(session.virtualenv.location).parent / f"compat-torch-{version}"
-    python = env_dir / "bin" / "python"
-    pins, dropped = [], []
-    for line in CONSTRAINTS.read_text().splitlines():
-        if line.startswith("torch=="):
-            continue
-        (dropped if _TORCH_OWN.match(line) else pins).append(line)
-    session.log("torch chooses its own dependencies here: " + ", ".join(dropped))
-    constraints = Path(session.create_tmp()) / f"constraints-torch-{version}.txt"
-    constraints.write_text("\n".join([*pins, f"torch=={version}", ""]))
     test_reqs = nox.project.dependency_groups(PYPROJECT, "test")
-    done = _once(env_dir / ".effpt-installed", constraints, test_reqs, needs=python)
-    if done is not None:
-        session.run("python", "-m", "venv", "--clear", str(env_dir))
-        command = [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "-c",
-            str(constraints),
-            f"torch=={version}",
-            "-e",
-            str(ROOT),
-            *test_reqs,
-        ]
-        session.log(" ".join(command))
-        began = time.monotonic()
-        result = subprocess.run(
-            command,
-            env={**os.environ, "PIP_CONSTRAINT": str(constraints)},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            reason = [ln for ln in result.stderr.splitlines() if ln.startswith("ERROR")]
-            session.error(
-                f"torch=={version} cannot be installed here: "
-                + (" ".join(reason) or result.stderr.strip()[-800:])
-            )
-        done()
-        session.log(f"Installed torch {version} in {time.monotonic() - began:.0f} s")
+    session.run(
+        "python", str(COMPAT_RUN), "prepare", version, str(env_dir), str(CONSTRAINTS), *test_reqs
+    )
     out = COMPAT_DATA / f"torch-{version}.json"
     session.run(
-        str(python),
-        str(DOCS / "_tools" / "compat_run.py"),
+        str(env_dir / "bin" / "python"),
+        str(COMPAT_RUN),
         str(out),
         *pytest_args,
         env={**RUN_ENV, **pages_env},

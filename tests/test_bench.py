@@ -54,16 +54,22 @@ def test_count_must_be_int():
         bench.time_callable(lambda: None, device="cpu", repeats=2.0)
 
 
-def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
+def compare_sleeps(monkeypatch, tmp_path, long_s: float, repeats: int, number: int):
+    """compare() of a long and a 1 ms sleep, recording to a file; its records and the file."""
     path = tmp_path / "records.jsonl"
     monkeypatch.setenv(bench.RECORDS_ENV, str(path))
     records = bench.compare(
         "sleep",
-        {"long": lambda: time.sleep(0.004), "short": lambda: time.sleep(0.001)},
+        {"long": lambda: time.sleep(long_s), "short": lambda: time.sleep(0.001)},
         device="cpu",
-        repeats=3,
-        number=2,
+        repeats=repeats,
+        number=number,
     )
+    return records, path
+
+
+def test_compare_ratios_and_records(capsys, monkeypatch, tmp_path):
+    records, path = compare_sleeps(monkeypatch, tmp_path, 0.004, repeats=3, number=2)
     table = capsys.readouterr().out
     for word in ("long", "short", "speed-up over long"):
         assert word in table
@@ -197,15 +203,7 @@ def test_ratio_never_prints_more_digits_than_it_knows():
 
 
 def test_compare_prints_verdicts_and_saves_quartiles(capsys, monkeypatch, tmp_path):
-    path = tmp_path / "records.jsonl"
-    monkeypatch.setenv(bench.RECORDS_ENV, str(path))
-    bench.compare(
-        "sleep",
-        {"long": lambda: time.sleep(0.006), "short": lambda: time.sleep(0.001)},
-        device="cpu",
-        repeats=5,
-        number=1,
-    )
+    _, path = compare_sleeps(monkeypatch, tmp_path, 0.006, repeats=5, number=1)
     out = capsys.readouterr().out
     assert "(baseline)" in out
     assert "faster" in out
@@ -310,3 +308,43 @@ def test_names_that_are_not_strings_are_refused_before_timing(task, variants, ma
 def test_a_record_needs_a_machine_not_a_line():
     with pytest.raises(TypeError, match=r"machine must be an effpt\.machine\.Machine, got str"):
         bench.Record("t", "a", 1e-3, 0.0, 1e-3, 1e-3, 5, 1, "a", "x86_64 CPU · torch 2.13.0")
+
+
+def test_num_threads_restores_the_number_when_the_block_raises():
+    before = torch.get_num_threads()
+    inside = []
+
+    def block():
+        with bench.num_threads(1):
+            inside.append(torch.get_num_threads())
+            raise KeyError("inside")
+
+    with pytest.raises(KeyError):
+        block()
+    assert inside == [1]
+    assert torch.get_num_threads() == before
+
+
+def test_on_one_thread_runs_on_one_thread_and_names_it(capsys):
+    with bench.num_threads(2):
+        result, machine = bench.on_one_thread(lambda: (torch.get_num_threads(), "ran"), "cpu")
+        assert torch.get_num_threads() == 2
+    assert result == (1, "ran")
+    assert "CPU" in machine
+    assert ", 1 thread " in machine
+    assert capsys.readouterr().out == ""
+
+
+def test_on_one_thread_restores_the_threads_when_the_run_raises():
+    def fails():
+        raise RuntimeError("the variant failed")
+
+    with bench.num_threads(2):
+        with pytest.raises(RuntimeError, match="the variant failed"):
+            bench.on_one_thread(fails, "cpu")
+        assert torch.get_num_threads() == 2
+
+
+def test_on_one_thread_refuses_what_it_cannot_call():
+    with pytest.raises(TypeError, match="run must be callable, got int"):
+        bench.on_one_thread(3, "cpu")

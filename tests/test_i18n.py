@@ -228,3 +228,25 @@ def test_the_chinese_search_names_a_stemmer_its_javascript_defines():
     code = (_MINIFIED_JS_PATH / language.js_stemmer_rawcode).read_text(encoding="utf-8")
     # language_data.js ends with `window.Stemmer = <language_name>Stemmer;`
     assert f"{language.language_name}Stemmer=" in code.replace(" ", "")
+
+
+def test_chinese_search_loads_its_dictionary_at_the_first_split_only(monkeypatch, tmp_path):
+    from sphinx.search import zh
+
+    words = tmp_path / "dict.txt"  # the site names none: Sphinx then loads jieba's own
+    words.write_text("批次大小 3 n\n", encoding="utf-8")
+
+    events = []
+    monkeypatch.setattr(zh, "jieba_load_userdict", lambda path: events.append(("load", path)))
+    monkeypatch.setattr(zh, "cut_for_search", lambda text: events.append(("cut", text)) or [text])
+    language = i18n.chinese_search_language()({"dict": str(words)})
+    assert events == []  # a build that writes no page never loads it
+    assert zh.jieba_load_userdict is not events.append  # Sphinx's loader is back in place
+    language.split("批次大小")
+    language.split("性能分析器")
+    assert events == [
+        ("load", str(words)),  # the dictionary Sphinx's own class would load
+        ("cut", "批次大小"),
+        ("cut", "性能分析器"),
+    ]
+    assert language.language_name == "English"  # the stemmer it ships (sphinx-doc/sphinx#14229)

@@ -134,6 +134,42 @@ def _app():
     return SimpleNamespace(builder=builder)
 
 
+def _site(tmp_path):
+    """A built site with one sheet and one page, and the app that built it."""
+    out = tmp_path / "html"
+    (out / "_static").mkdir(parents=True)
+    (out / "_static" / "basic.css").write_text(".a{x:1}.b{y:2}", encoding="utf-8")
+    (out / "index.html").write_text('<p class="a">page</p>', encoding="utf-8")
+    builder = SimpleNamespace(format="html", _orig_css_files=[], _css_files=[])
+    return out, SimpleNamespace(builder=builder, outdir=out, doctreedir=tmp_path / "doctrees")
+
+
+def test_the_stylesheet_is_made_again_only_when_its_inputs_change(tmp_path, monkeypatch):
+    out, app = _site(tmp_path)
+    made = []
+    real = assets.build_stylesheet
+    monkeypatch.setattr(assets, "build_stylesheet", lambda *a: made.append(1) or real(*a))
+    sheet = out / assets.STYLESHEET
+    assets.write_stylesheet(app, None)
+    assert sheet.read_text(encoding="utf-8") == '@charset "UTF-8";.a{x:1}'
+    assets.write_stylesheet(app, None)
+    assert len(made) == 1  # nothing changed: the sheet stays as it was
+    (out / "index.html").write_text('<p class="a b">page</p>', encoding="utf-8")
+    assets.write_stylesheet(app, None)
+    assert len(made) == 2  # a page uses one more class
+    assert sheet.read_text(encoding="utf-8") == '@charset "UTF-8";.a{x:1}.b{y:2}'
+    (out / "_static" / "basic.css").write_text(".a{x:3}.b{y:2}", encoding="utf-8")
+    assets.write_stylesheet(app, None)
+    assert len(made) == 3  # a sheet changed
+    sheet.write_text("edited", encoding="utf-8")
+    assets.write_stylesheet(app, None)
+    assert len(made) == 4  # the output is not what was written
+    sheet.unlink()
+    assets.write_stylesheet(app, None)
+    assert len(made) == 5
+    assert sheet.read_text(encoding="utf-8") == '@charset "UTF-8";.a{x:3}.b{y:2}'
+
+
 def test_site_stylesheets_in_cascade_order():
     assert assets.site_stylesheets(_app().builder) == [
         "_static/basic.css",

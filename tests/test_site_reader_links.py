@@ -354,6 +354,49 @@ def test_every_page_gets_a_text_copy_with_its_code_and_llms_txt_lists_it(tmp_pat
     )
 
 
+def test_llms_txt_describes_again_only_the_pages_read_again(tmp_path, monkeypatch):
+    import traceback
+
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
+
+    before = "This second page shows how a page that is read again gets a new description."
+    edited = "This second page was edited, and llms.txt now shows its new first paragraph."
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        CONF.format(ext=str(DOCS / "_ext"), here=str(src)), encoding="utf-8"
+    )
+    (src / "cardext.py").write_text(CARD_EXTENSION, encoding="utf-8")
+    (src / "index.rst").write_text(PAGE + "\n.. toctree::\n\n   other\n", encoding="utf-8")
+    (src / "other.rst").write_text(f"Other\n=====\n\n{before}\n", encoding="utf-8")
+    loaded = []  # the doctrees llms.txt loaded (Sphinx loads the root page's itself)
+    real = BuildEnvironment.get_doctree
+
+    def get_doctree(env, name):
+        if any(frame.name == "write_llms_txt" for frame in traceback.extract_stack()):
+            loaded.append(name)
+        return real(env, name)
+
+    monkeypatch.setattr(BuildEnvironment, "get_doctree", get_doctree)
+
+    def build():
+        loaded.clear()
+        app = Sphinx(src, src, tmp_path / "out", tmp_path / "doctrees", "html", status=None)
+        app.build()
+        return (tmp_path / "out" / "llms.txt").read_text(encoding="utf-8")
+
+    first = build()
+    assert loaded == ["index", "other"]
+    assert f"- [Other](https://x.io/p/other.txt): {before}" in first
+    assert build() == first
+    assert loaded == []  # no page was read again: llms.txt loads no doctree
+    (src / "other.rst").write_text(f"Other\n=====\n\n{edited}\n", encoding="utf-8")
+    changed = build()
+    assert "other" in loaded
+    assert changed == first.replace(before, edited)
+
+
 # -- The optional "before you start" box ------------------------------------------------
 
 BOX_PAGE = """Fit a line

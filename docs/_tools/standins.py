@@ -2,15 +2,10 @@
 
 Run by ``nox -s standins`` with the interpreter of the reader's environment (effpt's
 wheel and nothing else of the repository). Each page is copied alone into an empty
-folder and run with the page runner (docs/_tools/page_runner.py) on each stand-in:
-
-* ``one-thread``: ``OMP_NUM_THREADS=1 MKL_NUM_THREADS=1``, a one-core laptop or VM;
-* ``default-kernels``: torch's portable kernels, no AVX (``ATEN_CPU_CAPABILITY=default``,
-  oneDNN capped to SSE4.1), an old or small CPU, at one thread;
-* ``avx2``: AVX2 kernels (oneDNN capped to AVX2), a desktop CPU without AVX-512 or AMX,
-  at one thread;
-* ``busy``: this machine's threads, every core kept busy by other work (one bounded
-  load process per core, started before the page and stopped after it).
+folder and run with the page runner (docs/_tools/page_runner.py) on each stand-in.
+The stand-ins are defined in one place, :data:`STANDINS` below (the machine each stands
+for, what it sets, its start method, what its probe must find); ``--list`` prints them,
+and every other text that names them points here.
 
 The kernel stand-ins run at one thread so that a verdict that differs between them and
 ``one-thread`` is the kernels' doing alone, and one that differs between ``one-thread``
@@ -31,7 +26,7 @@ verdict on each stand-in (and on this machine's own run, from ``nox -s reader``,
 it left its expectations in docs/_build/standins/native), marking those that flipped.
 Exits 1 when any page failed on any stand-in, naming stand-in, page and stderr tail.
 
-Usage: python standins.py [-k SUBSTRING ...] [--only NAME ...] [--serial] [--out DIR]
+Usage: python standins.py [-k SUBSTRING ...] [--only NAME ...] [--serial] [--out DIR] [--list]
 """
 
 from __future__ import annotations
@@ -319,15 +314,37 @@ def flips(columns: dict[str, dict]) -> dict[str, dict[str, dict[str, str]]]:
     return table
 
 
+def listing() -> str:
+    """Each stand-in: its name, the machine it stands for, what it sets, its start method."""
+    lines = []
+    for s in STANDINS:
+        sets = " ".join(f"{k}={v}" for k, v in s.env.items()) or "nothing"
+        load = "; one load process per core" if s.busy else ""
+        lines.append(
+            f"{s.name}: {s.machine}. Sets {sets}{load}; pages that start processes: {s.start_method}"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-k", action="append", default=[], help="only pages whose path has it")
-    parser.add_argument("--only", action="append", default=[], help="only these stand-ins")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        choices=[s.name for s in STANDINS],
+        help="only these stand-ins",
+    )
+    parser.add_argument("--list", action="store_true", help="print the stand-ins and stop")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--serial", action="store_true", help="one page at a time on one-thread stand-ins too"
     )
     args = parser.parse_args()
+    if args.list:
+        print(listing())
+        return 0
     scripts = scripts_matching(args.k)
     chosen = [s for s in STANDINS if not args.only or s.name in args.only]
     if not scripts or not chosen:

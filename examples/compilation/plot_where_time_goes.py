@@ -59,19 +59,7 @@ print(describe(device))
 # product's library decides its own). Each size is therefore timed on one thread and,
 # right after, on all of PyTorch's threads: once where those are the same, and once on
 # a GPU, which does not use that pool.
-from contextlib import contextmanager
-
-
-@contextmanager
-def num_threads(n: int):
-    """Run the block with n intra-op threads, then restore the previous number."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
+from effpt.bench import num_threads  # runs a block on n threads, then restores the number
 
 all_threads = torch.get_num_threads()
 thread_counts = sorted({1, all_threads}) if device.type == "cpu" else [all_threads]

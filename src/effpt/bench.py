@@ -11,6 +11,11 @@ with an interval and a verdict, "inconclusive" when the interval contains 1.
 :func:`compare` times several variants of one task, prints them with their speed-ups
 and returns :class:`~effpt.records.Record` objects for the site's measurements page.
 The names of :mod:`effpt.records` are importable from here too.
+
+Threads change the story of small operations on a CPU. :func:`num_threads` runs a block
+on a given number of PyTorch's intra-op threads; :func:`on_one_thread` runs a
+measurement again on one thread where that is a different run, and says why not
+elsewhere.
 """
 
 from __future__ import annotations
@@ -18,14 +23,15 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from effpt._validate import check_int, check_positive
-from effpt.device import pick_device, this_machine
+from effpt.device import describe, pick_device, this_machine
 from effpt.records import (
     RECORDS_ENV,
     Ratio,
@@ -49,6 +55,8 @@ __all__ = [
     "format_seconds",
     "format_table",
     "matmul_throughput",
+    "num_threads",
+    "on_one_thread",
     "speedup",
     "synchronize",
     "time_callable",
@@ -392,3 +400,73 @@ def matmul_throughput(
     b = torch.randn(n, n, device=dev, dtype=dtype, generator=gen)
     timing = time_callable(lambda: a @ b, device=dev, repeats=repeats, warmup=2)
     return 2 * n**3 / timing.median
+
+
+@contextmanager
+def num_threads(n: int) -> Iterator[None]:
+    """Run the block on ``n`` of PyTorch's intra-op CPU threads, then restore the number.
+
+    The previous number comes back when the block ends, also when it raises.
+
+    Examples
+    --------
+    >>> before = torch.get_num_threads()
+    >>> with num_threads(1):
+    ...     print(torch.get_num_threads())
+    1
+    >>> torch.get_num_threads() == before
+    True
+    >>> with num_threads(0):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    ValueError: n must be >= 1, got 0
+    """
+    check_int("n", n, 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def on_one_thread(
+    run: Callable[[], Any], device: torch.device | str | None = None
+) -> tuple[Any, str] | None:
+    """Call ``run`` again on one CPU thread, where that is a different run; else say why not.
+
+    On a CPU with several intra-op threads, ``run`` is called under ``num_threads(1)``
+    and its result comes back with the machine as :func:`~effpt.device.describe` names
+    it on that one thread (for :func:`effpt.expect.expect`'s ``machine``). Otherwise it
+    prints one line saying why there is no one-thread run (a GPU does not use the CPU's
+    thread pool; a CPU on one thread already ran it) and returns None. ``device``
+    defaults to :func:`~effpt.device.pick_device`.
+
+    Examples
+    --------
+    >>> with num_threads(2):
+    ...     result, machine = on_one_thread(torch.get_num_threads, "cpu")
+    ...     after = torch.get_num_threads()
+    >>> result, after, "1 thread" in machine
+    (1, 2, True)
+    >>> with num_threads(1):
+    ...     on_one_thread(torch.get_num_threads, "cpu") is None
+    this run has one thread: the timings above are already the one-thread timings
+    True
+    >>> on_one_thread(torch.get_num_threads, "meta") is None
+    one-thread timing: CPU only, not run on meta
+    True
+    """
+    if not callable(run):
+        msg = f"run must be callable, got {type(run).__name__}"
+        raise TypeError(msg)
+    dev = pick_device() if device is None else torch.device(device)
+    if dev.type != "cpu":
+        print(f"one-thread timing: CPU only, not run on {dev.type}")  # noqa: T201
+        return None
+    if torch.get_num_threads() == 1:
+        print("this run has one thread: the timings above are already the one-thread timings")  # noqa: T201
+        return None
+    with num_threads(1):
+        return run(), describe(dev)

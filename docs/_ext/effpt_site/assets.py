@@ -21,11 +21,16 @@ page-specific ones an extension adds for a single page keep their own links.
 
 Nothing the build wrote is edited: pages get their links at ``html-page-context``, and
 ``effpt-site.css`` is a new file made from the built sheets (which stay as they are),
-since which rules survive depends on every page of the finished site.
+since which rules survive depends on every page of the finished site. It is made again
+only when its inputs changed: the sheets, the words of the site's pages and scripts, and
+the code that prunes and cuts (:func:`stylesheet_inputs`); otherwise the one the last
+build wrote, with its fonts, stays.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from pathlib import Path
@@ -141,6 +146,38 @@ def build_stylesheet(sources: list[Path], outdir: Path, present: set[str]) -> st
     return '@charset "UTF-8";' + cssprune.serialize(cssprune.prune_rules(rules, present))
 
 
+def stylesheet_inputs(sources: list[Path], outdir: Path, present: set[str]) -> str:
+    """A hash of everything the stylesheet and its fonts are made from.
+
+    The sheets' text and where they lie, the words pages and scripts use, the fonts the
+    sheets may load, whether fonts can be cut here, and the code of this module,
+    :mod:`effpt_site.cssprune` and :mod:`effpt_site.icons`.
+    """
+    digest = hashlib.sha256()
+    for module in (__file__, cssprune.__file__, icons.__file__):
+        digest.update(Path(module).read_bytes())
+    digest.update(repr(icons._woff2_available()).encode())
+    for source in sources:
+        digest.update(str(source.relative_to(outdir)).encode() + b"\0" + source.read_bytes())
+    for font in sorted(outdir.glob("_static/**/*.woff2")):
+        if not font.name.startswith("effpt-icons-"):
+            digest.update(str(font.relative_to(outdir)).encode() + b"\0" + font.read_bytes())
+    digest.update("\n".join(sorted(present)).encode())
+    return digest.hexdigest()
+
+
+def _unchanged(record: Path, key: str, outdir: Path) -> bool:
+    """Whether the last stylesheet written from inputs ``key`` is still there, as written."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        return data["inputs"] == key and all(
+            hashlib.sha256((outdir / name).read_bytes()).hexdigest() == sha
+            for name, sha in data["outputs"].items()
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
 def write_stylesheet(app, exception) -> None:
     """build-finished hook: write the site's one stylesheet and its icon font."""
     if exception is not None or app.builder.format != "html":
@@ -152,10 +189,35 @@ def write_stylesheet(app, exception) -> None:
     if missing:
         logger.warning("effpt: stylesheets to bundle are missing from the build: %s", missing)
         sources = [p for p in sources if p.is_file()]
+    present = site_words(outdir)
+    key = stylesheet_inputs(sources, outdir, present)
+    record = Path(app.doctreedir) / "effpt-stylesheet.json"
+    if _unchanged(record, key, outdir):
+        logger.info("effpt: %s: its inputs are unchanged; kept", STYLESHEET)
+        return
     before = sum(p.stat().st_size for p in sources)
-    css = build_stylesheet(sources, outdir, site_words(outdir))
+    static = (outdir / STYLESHEET).parent
+    css = build_stylesheet(sources, outdir, present)
     css = icons.subset_icon_fonts(css, outdir / STYLESHEET)
     (outdir / STYLESHEET).write_text(css, encoding="utf-8")
+    outputs = [STYLESHEET] + [
+        f"{static.relative_to(outdir).as_posix()}/{name}"
+        for name in sorted(set(re.findall(r"effpt-icons-[\w.-]+?\.woff2", css)))
+    ]
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(
+        json.dumps(
+            {
+                "inputs": key,
+                "outputs": {
+                    name: hashlib.sha256((outdir / name).read_bytes()).hexdigest()
+                    for name in outputs
+                },
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
     logger.info(
         "effpt: %s: %d stylesheets, %.0f KB of rules cut to %.0f KB",
         STYLESHEET,

@@ -3,10 +3,18 @@
 Before a translated build every catalogue must parse, and every translation must keep
 its English's reST markup (roles, inline literals, link targets) and stay valid reST: a
 failure names the file and the line. :class:`Coverage` counts a catalogue's messages.
+
+A catalogue's verdict depends only on its bytes, how it is read (``md`` or ``rst``) and
+the checking code, so a translated build checks again only the catalogues whose bytes
+changed since a build that passed them (:class:`CheckedCatalogues`, a file beside
+Sphinx's doctrees); the others keep the counts recorded then.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +103,33 @@ def read_catalogue(path: Path):
 _ROLE = re.compile(r":[\w:+-]+:`([^`]+)`")
 
 
+#: How :func:`rst_problems` asks docutils to parse: report nothing, stop on nothing.
+RST_SETTINGS = {
+    "report_level": 5,
+    "halt_level": 5,
+    "warning_stream": False,
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+}
+_SETTINGS: list = []
+
+
+def _rst_settings():
+    """A fresh copy of the settings publish_doctree makes from :data:`RST_SETTINGS`.
+
+    Made once: docutils builds them by parsing its whole option list, which costs
+    several times more than parsing one message.
+    """
+    if not _SETTINGS:
+        from docutils.core import Publisher  # noqa: PLC0415
+
+        # publish_doctree's components, and its own processing of the overrides
+        publisher = Publisher("standalone", "restructuredtext", "null")
+        publisher.process_programmatic_settings(None, RST_SETTINGS, None)
+        _SETTINGS.append(publisher.settings)
+    return copy.copy(_SETTINGS[0])
+
+
 def rst_problems(text: str) -> list[str]:
     """What docutils reports when it parses ``text`` as reST (roles read as literals).
 
@@ -110,14 +145,7 @@ def rst_problems(text: str) -> list[str]:
     # Roles become inline literals: the same rules for where inline markup may start
     # and end, without touching the roles Sphinx has registered in this process.
     plain = _ROLE.sub(lambda m: "``" + m.group(1).replace("`", "") + "``", text)
-    settings = {
-        "report_level": 5,
-        "halt_level": 5,
-        "warning_stream": False,
-        "file_insertion_enabled": False,
-        "raw_enabled": False,
-    }
-    doctree = publish_doctree(plain, settings_overrides=settings)
+    doctree = publish_doctree(plain, settings=_rst_settings())
     return [
         message.children[0].astext() if message.children else message.astext()
         for message in doctree.findall(nodes.system_message)
@@ -170,12 +198,81 @@ def syntax_of(srcdir: str | Path, catalogue: Path, language: str) -> str:
     return "md" if (Path(srcdir) / docname).with_suffix(".md").is_file() else "rst"
 
 
-def check_catalogues(srcdir: str | Path, language: str) -> Coverage:
-    """Check every catalogue of ``language``; return their message counts together."""
-    counts = [
-        check_catalogue(path, syntax_of(srcdir, path, language))
-        for path in catalogues(srcdir, language)
-    ]
+def _checker_version() -> str:
+    """What a recorded verdict was reached with: this module's code and docutils' and babel's versions."""
+    import babel  # noqa: PLC0415
+    import docutils  # noqa: PLC0415
+
+    source = Path(__file__).read_bytes()
+    return hashlib.sha256(
+        source + f"{docutils.__version__} {babel.__version__}".encode()
+    ).hexdigest()
+
+
+class CheckedCatalogues:
+    """The catalogues a build checked and passed: each one's hash, syntax and counts.
+
+    Kept as JSON in ``path`` (beside Sphinx's doctrees). A catalogue is taken from
+    here only when its bytes, its syntax and the checking code are those it passed
+    with; a catalogue that fails is never recorded, so it fails again next time.
+    """
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.version = _checker_version()
+        self.entries: dict[str, dict] = {}
+        if path is not None and path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = {}  # unreadable: everything is checked again and the file rewritten
+            if isinstance(data, dict) and data.get("version") == self.version:
+                self.entries = data.get("catalogues", {})
+
+    def check(self, catalogue: Path, syntax: str) -> tuple[Coverage, bool]:
+        """The catalogue's counts, and whether they were checked now (False: recorded)."""
+        digest = hashlib.sha256(catalogue.read_bytes()).hexdigest()
+        entry = self.entries.get(str(catalogue))
+        if entry and entry["sha256"] == digest and entry["syntax"] == syntax:
+            return Coverage(*entry["counts"]), False
+        counts = check_catalogue(catalogue, syntax)
+        self.entries[str(catalogue)] = {
+            "sha256": digest,
+            "syntax": syntax,
+            "counts": [counts.translated, counts.fuzzy, counts.total],
+        }
+        return counts, True
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"version": self.version, "catalogues": self.entries}
+        self.path.write_text(json.dumps(data, indent=0, sort_keys=True), encoding="utf-8")
+
+
+def check_catalogues(srcdir: str | Path, language: str, record: Path | None = None) -> Coverage:
+    """Check every catalogue of ``language``; return their message counts together.
+
+    With ``record`` (a JSON file), catalogues it says passed with the same bytes are
+    not checked again, and those checked now are added to it once all have passed.
+    """
+    checked = CheckedCatalogues(record)
+    counts = []
+    rechecked = 0
+    for path in catalogues(srcdir, language):
+        coverage, now = checked.check(path, syntax_of(srcdir, path, language))
+        counts.append(coverage)
+        rechecked += now
+    if rechecked:
+        checked.save()
+    if record is not None:
+        logger.info(
+            "effpt: %d of %d %s catalogues checked (the others are unchanged since they passed)",
+            rechecked,
+            len(counts),
+            language,
+        )
     return Coverage(
         sum(c.translated for c in counts),
         sum(c.fuzzy for c in counts),
@@ -191,7 +288,8 @@ def _check_catalogues(app) -> None:
     if not catalogues(app.srcdir, language):
         msg = f"no catalogues for language {language!r} under {Path(app.srcdir) / 'locale'}"
         raise ExtensionError(msg)
-    counts = check_catalogues(app.srcdir, language)
+    record = Path(app.doctreedir) / f"effpt-catalogues-{language}.json"
+    counts = check_catalogues(app.srcdir, language, record)
     logger.info(
         "effpt: %s catalogues: %d messages, %d fuzzy (fuzzy ones are shown in English)",
         language,

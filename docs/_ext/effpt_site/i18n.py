@@ -242,24 +242,43 @@ def _theme_messages(app) -> None:
 
 
 def chinese_search_language():
-    """Sphinx's Chinese search language, with a JavaScript stemmer that exists.
+    """Sphinx's Chinese search language, with a JavaScript stemmer that exists, made lazily.
 
     Sphinx 9.0 ends language_data.js with ``window.Stemmer = <language_name>Stemmer``,
     but Chinese search ships the English stemmer, so the Chinese pages' search stopped
     with "ChineseStemmer is not defined" and found nothing (sphinx-doc/sphinx#14229,
     fixed upstream by naming the class after the stemmer file). The subclass names its
-    language after the stemmer it ships; the Python side is Sphinx's own.
+    language after the stemmer it ships.
+
+    Sphinx makes the language at every HTML build, and its constructor loads jieba's
+    whole dictionary (seconds), also when no page is written and nothing is split. The
+    subclass runs Sphinx's constructor with that load held back, and makes it before
+    the first split: the same dictionary, the same words, and no load when no page
+    changed.
     """
-    from sphinx.search.zh import SearchChinese  # noqa: PLC0415  (needs jieba: docs only)
+    from sphinx.search import zh  # noqa: PLC0415  (needs jieba: docs only)
 
-    stemmer = SearchChinese.js_stemmer_rawcode.removesuffix("-stemmer.js").capitalize()
-    if SearchChinese.language_name == stemmer:
-        return SearchChinese
+    stemmer = zh.SearchChinese.js_stemmer_rawcode.removesuffix("-stemmer.js").capitalize()
 
-    class SearchChineseWithItsStemmer(SearchChinese):
+    class LazySearchChinese(zh.SearchChinese):
         language_name = stemmer
 
-    return SearchChineseWithItsStemmer
+        def __init__(self, options: dict[str, str]) -> None:
+            held: list[str] = []
+            load, zh.jieba_load_userdict = zh.jieba_load_userdict, held.append
+            try:
+                super().__init__(options)
+            finally:
+                zh.jieba_load_userdict = load
+            self._dictionaries = [(load, path) for path in held]
+
+        def split(self, input: str) -> list[str]:  # Sphinx's signature
+            while self._dictionaries:
+                load, path = self._dictionaries.pop(0)
+                load(path)
+            return super().split(input)
+
+    return LazySearchChinese
 
 
 def _language_switch(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001

@@ -16,6 +16,8 @@ edited.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 from sphinx.util import logging
@@ -94,18 +96,52 @@ def llms_txt(
     return "\n".join([*lines, ""])
 
 
+def _describer_version() -> str:
+    """The code a recorded description came from: this module and effpt_site.seo."""
+    from effpt_site import seo  # noqa: PLC0415
+
+    code = Path(__file__).read_bytes() + Path(seo.__file__).read_bytes()
+    return hashlib.sha256(code).hexdigest()
+
+
+def _recorded_descriptions(record: Path) -> dict[str, list]:
+    """Each page's doctree identity and description, as the last build recorded them."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != _describer_version():
+        return {}
+    return data.get("pages", {})
+
+
 def write_llms_txt(app, exception) -> None:
     """build-finished: ``llms.txt`` at the root of the edition."""
     if exception is not None or app.builder.format != "html":
         return
     # Every page of the edition, also those this (incremental) build did not rewrite.
-    pages = {}
+    # A page's description is taken again from its doctree only when Sphinx wrote that
+    # doctree anew (read the page again) since the description was recorded.
+    record = Path(app.doctreedir) / "effpt-descriptions.json"
+    known = _recorded_descriptions(record)
+    pages, described = {}, {}
     for docname in sorted(app.env.found_docs - SKIP):
         if not Path(app.outdir, docname + ".txt").is_file():
             continue
         title = app.env.titles[docname].astext() if docname in app.env.titles else docname
-        doctree = app.env.get_doctree(docname)
-        pages[docname] = (title, describe_page(docname, title, doctree, app.config.project))
+        stat = Path(app.doctreedir, docname + ".doctree").stat()
+        key = [stat.st_mtime_ns, stat.st_size, title, app.config.project]
+        entry = known.get(docname)
+        if entry and entry[0] == key:
+            description = entry[1]
+        else:
+            doctree = app.env.get_doctree(docname)
+            description = describe_page(docname, title, doctree, app.config.project)
+        pages[docname] = (title, description)
+        described[docname] = [key, description]
+    if described != known:
+        data = {"version": _describer_version(), "pages": described}
+        record.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     base = (app.config.html_baseurl or "").rstrip("/") + "/"
     language = language_of(app)
     summary = translate(
