@@ -330,8 +330,9 @@ def test_on_one_thread_runs_on_one_thread_and_names_it(capsys):
         result, machine = bench.on_one_thread(lambda: (torch.get_num_threads(), "ran"), "cpu")
         assert torch.get_num_threads() == 2
     assert result == (1, "ran")
-    assert "CPU" in machine
-    assert ", 1 thread " in machine
+    assert machine.kind == "cpu"
+    assert machine.threads == 1
+    assert ", 1 thread " in str(machine)
     assert capsys.readouterr().out == ""
 
 

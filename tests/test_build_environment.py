@@ -40,7 +40,7 @@ def _noxfile_run_env() -> dict[str, str]:
 def test_the_build_sets_only_what_changes_no_measurement():
     assert set(_noxfile_run_env()) == set(ALLOWED)
     assert set(page_runner.BASE_ENV) == {"MPLBACKEND"}
-    assert gpu_build.RUN_ENV == _noxfile_run_env()  # the GPU build measures as nox -s docs does
+    assert _noxfile_run_env() == gpu_build.RUN_ENV  # the GPU build measures as nox -s docs does
     assert not set(ALLOWED) & set(TIMING_VARIABLES)
 
 

@@ -224,7 +224,9 @@ def test_a_bad_machine_in_a_record_fails_the_build_naming_file_and_field(app):
     data = record()
     data["machine"]["cuda"] = "12.8"  # a CPU with a CUDA version
     path = write(records_dir(app), "box", data)
-    with pytest.raises(ExtensionError, match=r"box\.json: field 'machine.cuda': machine field 'cuda'"):
+    with pytest.raises(
+        ExtensionError, match=r"box\.json: field 'machine.cuda': machine field 'cuda'"
+    ):
         across.columns(app)
     assert path.is_file()
 

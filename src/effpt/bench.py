@@ -31,7 +31,8 @@ from typing import Any
 import torch
 
 from effpt._validate import check_int, check_positive
-from effpt.device import describe, pick_device, this_machine
+from effpt.device import pick_device, this_machine
+from effpt.machine import Machine
 from effpt.records import (
     RECORDS_ENV,
     Ratio,
@@ -433,12 +434,12 @@ def num_threads(n: int) -> Iterator[None]:
 
 def on_one_thread(
     run: Callable[[], Any], device: torch.device | str | None = None
-) -> tuple[Any, str] | None:
+) -> tuple[Any, Machine] | None:
     """Call ``run`` again on one CPU thread, where that is a different run; else say why not.
 
     On a CPU with several intra-op threads, ``run`` is called under ``num_threads(1)``
-    and its result comes back with the machine as :func:`~effpt.device.describe` names
-    it on that one thread (for :func:`effpt.expect.expect`'s ``machine``). Otherwise it
+    and its result comes back with the :class:`~effpt.machine.Machine` of that one
+    thread (for :func:`effpt.expect.expect`'s ``device``). Otherwise it
     prints one line saying why there is no one-thread run (a GPU does not use the CPU's
     thread pool; a CPU on one thread already ran it) and returns None. ``device``
     defaults to :func:`~effpt.device.pick_device`.
@@ -448,8 +449,8 @@ def on_one_thread(
     >>> with num_threads(2):
     ...     result, machine = on_one_thread(torch.get_num_threads, "cpu")
     ...     after = torch.get_num_threads()
-    >>> result, after, "1 thread" in machine
-    (1, 2, True)
+    >>> result, after, machine.threads
+    (1, 2, 1)
     >>> with num_threads(1):
     ...     on_one_thread(torch.get_num_threads, "cpu") is None
     this run has one thread: the timings above are already the one-thread timings
@@ -469,4 +470,4 @@ def on_one_thread(
         print("this run has one thread: the timings above are already the one-thread timings")  # noqa: T201
         return None
     with num_threads(1):
-        return run(), describe(dev)
+        return run(), this_machine(dev)
