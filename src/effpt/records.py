@@ -385,11 +385,11 @@ def _checked_record(data: object) -> Record:
             raise TypeError(msg)
     values = {name: finite_float(name, data[name]) for name in ("median_s", "q1_s", "q3_s", "iqr_s")}
     for name in ("median_s", "q1_s", "q3_s"):
-        if values[name] <= 0:
+        if not (math.isfinite(values[name]) and values[name] > 0):
             msg = f"{name}={data[name]!r} is not a positive number"
             raise ValueError(msg)
-    if values["iqr_s"] < 0:
-        msg = f"iqr_s={data['iqr_s']!r} is negative"
+    if not (math.isfinite(values["iqr_s"]) and values["iqr_s"] >= 0):
+        msg = f"iqr_s={data['iqr_s']!r} is negative or not a number"
         raise ValueError(msg)
     if not values["q1_s"] <= values["median_s"] <= values["q3_s"]:
         msg = "quartiles out of order: expected q1_s <= median_s <= q3_s"
@@ -415,7 +415,7 @@ def _checked_repeats(per_call: object, repeats: int) -> tuple[float, ...]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             msg = f"field 'per_call_s' holds {value!r}, not a number"
             raise TypeError(msg)
-        if not finite_float("per_call_s", value) > 0:
+        if not (math.isfinite(finite_float("per_call_s", value)) and value > 0):
             msg = f"field 'per_call_s' holds {value!r}, not a positive number"
             raise ValueError(msg)
         out.append(float(value))
