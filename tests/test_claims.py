@@ -17,7 +17,16 @@ H100 = Machine("cuda", "NVIDIA H100 80GB HBM3", None, "12.8", "2.13.0")
 def record(variant, median, machine=CPU, task="batch gather, batch 4096"):
     repeats = tuple(median * f for f in (0.98, 0.99, 1.0, 1.01, 1.02))  # quartiles ±1 %
     return Record(
-        task, variant, median, median / 50, median * 0.99, median * 1.01, 5, 10, "loop", machine,
+        task,
+        variant,
+        median,
+        median / 50,
+        median * 0.99,
+        median * 1.01,
+        5,
+        10,
+        "loop",
+        machine,
         repeats,
     )
 

@@ -32,12 +32,12 @@ from effpt.records import Ratio, Record, read_records
 CPU = this_machine("cpu")
 
 
-def _record(variant="slow", seconds=(1.9e-3, 1.95e-3, 2e-3, 2.05e-3, 2.1e-3), machine=CPU,
-            *, kept=False):
+def _record(
+    variant="slow", seconds=(1.9e-3, 1.95e-3, 2e-3, 2.05e-3, 2.1e-3), machine=CPU, *, kept=False
+):
     """A record of five repeats; ``kept`` keeps them (``per_call_s``), as compare() does."""
     q1, med, q3 = seconds[1], seconds[2], seconds[3]
-    record = Record("sum 500×10", variant, med, q3 - q1, q1, q3, len(seconds), 10, "slow",
-                    machine)
+    record = Record("sum 500×10", variant, med, q3 - q1, q1, q3, len(seconds), 10, "slow", machine)
     return replace(record, per_call_s=seconds) if kept else record
 
 
@@ -136,11 +136,11 @@ def test_huge_integers_are_named_not_overflow(tmp_path):
     path.write_text(json.dumps({**e, "bound": 10**400}) + "\n")
     with pytest.raises(ValueError, match=r"page.jsonl:1: .*bound=.* too large for a float"):
         read_expectations(path)
-    with pytest.raises(ValueError, match="measured value=.* too large"):
+    with pytest.raises(ValueError, match=r"measured value=.* too large"):
         expect("x", 10**400, above=1.0, machine="cpu", show=False)
-    with pytest.raises(ValueError, match="eps=.* too large"):
+    with pytest.raises(ValueError, match=r"eps=.* too large"):
         box_iou(torch.zeros(1, 4), torch.zeros(1, 4), eps=10**400)
-    with pytest.raises(ValueError, match="t=.* too large"):
+    with pytest.raises(ValueError, match=r"t=.* too large"):
         uniformity_loss(torch.randn(4, 2), t=10**400)
 
 
@@ -181,8 +181,9 @@ def test_compare_on_a_coarse_clock_saves_records_it_can_read(tmp_path, monkeypat
     monkeypatch.setattr(bench, "time", CoarseClock)
     path = tmp_path / "records.jsonl"
     monkeypatch.setenv("EFFPT_RECORDS_FILE", str(path))
-    records = bench.compare("nothing", {"a": lambda: None, "b": lambda: None}, repeats=4,
-                            number=10, show=False)
+    records = bench.compare(
+        "nothing", {"a": lambda: None, "b": lambda: None}, repeats=4, number=10, show=False
+    )
     assert all(s > 0 for r in records for s in r.per_call_s)
     assert read_records(path) == records
 
@@ -196,8 +197,9 @@ def test_zero_ratio_from_one_sample_prints():
 
 def test_ratio_never_prints_outside_its_interval():
     text = str(Ratio(0.96, 0.4, 0.97))  # printed "1.0× (0.4–0.97)" before
-    value, low, high = (float(x) for x in text.replace("× (", " ").replace("–", " ")
-                        .rstrip(")").split())
+    value, low, high = (
+        float(x) for x in text.replace("× (", " ").replace("–", " ").rstrip(")").split()
+    )
     assert low <= value <= high, text
 
 
@@ -205,9 +207,9 @@ def test_ratio_never_prints_outside_its_interval():
 
 
 def test_check_without_a_slow_record_names_it():
-    with pytest.raises(TypeError, match="slow must be an effpt.records.Record, got NoneType"):
+    with pytest.raises(TypeError, match=r"slow must be an effpt\.records\.Record, got NoneType"):
         claim("guide: torch.sum over a row loop").check(None, _record("fast", FAST))
-    with pytest.raises(TypeError, match="slow must be an effpt.records.Record, got NoneType"):
+    with pytest.raises(TypeError, match=r"slow must be an effpt\.records\.Record, got NoneType"):
         claim("guide: torch.sum over a row loop").check(None, None)
 
 
@@ -222,8 +224,12 @@ def test_check_without_a_slow_record_names_it():
 )
 def test_read_outcomes_refuses_what_check_could_not_write(tmp_path, verdict, fast, kept):
     slow, fast_record = _record(kept=kept), _record("fast", FAST, kept=kept)  # 125x: "yes"
-    line = {"key": "guide: torch.sum over a row loop", "verdict": verdict,
-            "slow": slow.to_dict(), "fast": None if fast is None else fast_record.to_dict()}
+    line = {
+        "key": "guide: torch.sum over a row loop",
+        "verdict": verdict,
+        "slow": slow.to_dict(),
+        "fast": None if fast is None else fast_record.to_dict(),
+    }
     path = tmp_path / "claims.jsonl"
     path.write_text(json.dumps(line) + "\n")
     with pytest.raises(ValueError, match=r"claims.jsonl:1: .*is not what its records give"):
@@ -270,7 +276,7 @@ def test_fifo_and_dev_null_shards_are_named_for_what_they_are(tmp_path):
 def test_launch_keeps_iterator_args_for_the_retry(monkeypatch):
     calls = []
 
-    def once(fn, args, *rest):
+    def once(_fn, args, *_rest):
         calls.append(args)
         if len(calls) == 1:
             raise ddp._PortTakenError("port taken")
@@ -294,7 +300,7 @@ def test_leaf_with_two_names_shows_both():
 def test_ratio_record_round_trip_keeps_repeats(tmp_path, monkeypatch):
     path = tmp_path / "r.jsonl"
     monkeypatch.setenv("EFFPT_RECORDS_FILE", str(path))
-    from effpt.records import save_records  # noqa: PLC0415
+    from effpt.records import save_records
 
     save_records([_record(kept=True)])
     assert read_records(path)[0].per_call_s == _record(kept=True).per_call_s

@@ -83,7 +83,9 @@ def test_equal_variants_are_inconclusive_at_every_repeat_count(kind):
         fast = _noise(kind, rng, (TRIALS, n))
         verdicts[n] = TRIALS - _verdicts(slow, fast).count("inconclusive")
     too_many = {n: v for n, v in verdicts.items() if v > most}
-    assert not too_many, f"equal variants given a verdict too often ({kind}): {too_many} of {TRIALS}"
+    assert not too_many, (
+        f"equal variants given a verdict too often ({kind}): {too_many} of {TRIALS}"
+    )
     assert 1 - sum(verdicts.values()) / (TRIALS * MAX_REPEATS) >= LEVEL
     assert all(verdicts[n] == 0 for n in (1, 2, 3))  # no interval reaches 95 % there
 
@@ -116,8 +118,13 @@ def test_compare_of_one_function_with_itself_gives_no_verdict():
     """The issue's reproduction: compare(f, f, repeats=2) gave a verdict in 7 of 12 runs."""
     verdicts = set()
     for _ in range(12):
-        records = compare("f", {"a": lambda: sum(range(200)), "b": lambda: sum(range(200))},
-                          repeats=2, number=20, show=False)
+        records = compare(
+            "f",
+            {"a": lambda: sum(range(200)), "b": lambda: sum(range(200))},
+            repeats=2,
+            number=20,
+            show=False,
+        )
         ratio = speedup(*records)
         verdicts.add(ratio.verdict)
         assert str(ratio).endswith("(too few repeats)")
@@ -147,14 +154,15 @@ def test_expectation_from_a_timing_uses_the_interval_of_its_median():
 
 
 def test_claims_are_judged_on_the_confidence_interval():
-    from effpt.device import this_machine  # noqa: PLC0415
+    from effpt.device import this_machine
 
     cpu = this_machine("cpu")
 
     def rec(variant, seconds):
         q1, med, q3 = np.quantile(seconds, [0.25, 0.5, 0.75]).tolist()
-        return Record("t", variant, med, q3 - q1, q1, q3, len(seconds), 1, "slow", cpu,
-                      tuple(seconds))
+        return Record(
+            "t", variant, med, q3 - q1, q1, q3, len(seconds), 1, "slow", cpu, tuple(seconds)
+        )
 
     # Quartile ratios 1.30/1.0 clear the promised 1.3x; three repeats cannot show it at 95 %.
     slow = rec("slow", [1.3, 1.31, 1.32])

@@ -144,7 +144,6 @@ class Claim:
                 f.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
         return outcome
 
-
     def _verdict(self, slow: Record, fast: Record | None) -> str:
         """The verdict :meth:`check` gives two checked records."""
         if fast is None:

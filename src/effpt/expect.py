@@ -171,7 +171,9 @@ def _interval(statement: str, measured: object) -> tuple[float, float, float, bo
     per_call = getattr(measured, "per_call", None)
     if per_call is not None:  # an effpt.bench.Timing
         if len(per_call) == 0:
-            msg = f"expectation {statement!r}: the Timing measured has no repeats (per_call is empty)"
+            msg = (
+                f"expectation {statement!r}: the Timing measured has no repeats (per_call is empty)"
+            )
             raise ValueError(msg)
         value = float(measured.median)
         interval = median_interval(per_call)

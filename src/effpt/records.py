@@ -73,7 +73,11 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict, its machine as the machine's fields."""
-        return {**asdict(self), "machine": self.machine.to_dict(), "per_call_s": list(self.per_call_s)}
+        return {
+            **asdict(self),
+            "machine": self.machine.to_dict(),
+            "per_call_s": list(self.per_call_s),
+        }
 
     @classmethod
     def from_dict(cls, data: object) -> Record:
@@ -383,7 +387,9 @@ def _checked_record(data: object) -> Record:
         if not isinstance(data[name], wanted) or isinstance(data[name], bool):
             msg = f"field {name!r} is {type(data[name]).__name__}, not {kind}"
             raise TypeError(msg)
-    values = {name: finite_float(name, data[name]) for name in ("median_s", "q1_s", "q3_s", "iqr_s")}
+    values = {
+        name: finite_float(name, data[name]) for name in ("median_s", "q1_s", "q3_s", "iqr_s")
+    }
     for name in ("median_s", "q1_s", "q3_s"):
         if not (math.isfinite(values[name]) and values[name] > 0):
             msg = f"{name}={data[name]!r} is not a positive number"

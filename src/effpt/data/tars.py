@@ -26,8 +26,13 @@ BLOCK = tarfile.BLOCKSIZE  # 512 bytes
 #: Largest extended header (pax, GNU long name or long link) :func:`iter_members` reads.
 MAX_EXTENDED_HEADER = 1 << 20
 _EXTENDED = frozenset(
-    {tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE, tarfile.GNUTYPE_LONGNAME,
-     tarfile.GNUTYPE_LONGLINK}
+    {
+        tarfile.XHDTYPE,
+        tarfile.XGLTYPE,
+        tarfile.SOLARIS_XHDTYPE,
+        tarfile.GNUTYPE_LONGNAME,
+        tarfile.GNUTYPE_LONGLINK,
+    }
 )
 
 
