@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from effpt._stats import LEVEL, ratio_interval
+from effpt import _stats
+from effpt._stats import ratio_interval
 from effpt._validate import finite_float, read_json_lines
 from effpt.machine import Machine
 
@@ -39,6 +40,8 @@ __all__ = [
     "speedup",
 ]
 
+#: The confidence level of the interval behind every verdict (speed-ups, expectations, claims).
+LEVEL = _stats.LEVEL
 #: Names the JSON-lines file that :func:`save_records` appends to (the site's build sets it).
 RECORDS_ENV = "EFFPT_RECORDS_FILE"
 
