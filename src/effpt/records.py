@@ -241,7 +241,7 @@ def speedup(slow: Any, fast: Any) -> Ratio:
     """How many times faster ``fast`` ran than ``slow``: a :class:`Ratio` with its interval.
 
     Each argument is an :class:`effpt.bench.Timing` or a :class:`Record`. The value is
-    the ratio of the medians. The interval is the 95 % (:data:`LEVEL`) confidence
+    the ratio of the medians. The interval is the 95 % (:data:`~effpt.records.LEVEL`) confidence
     interval of the speed-up from the ranks of all ratios of a slow repeat to a fast
     one, widened if need be to hold the value: it assumes nothing about how the times
     are distributed. Where no interval reaches 95 % (fewer than four repeats a side,

@@ -181,7 +181,7 @@ def iter_members(
     and a shard that holds no member at all (a file of zero bytes, or only an
     end-of-archive marker: :func:`write_tar_shards` never writes one, so it is a
     copy that failed or a file allocated and never written). An extended header (pax,
-    GNU long name) that declares more than :data:`MAX_EXTENDED_HEADER` bytes is refused
+    GNU long name) that declares more than 1 MiB (``MAX_EXTENDED_HEADER``) is refused
     before tarfile reads it, so a damaged size cannot make it read the shard into memory.
 
     Examples
