@@ -105,7 +105,8 @@ class Expectation:
         value = f"{_number(self.value)}{self.unit if self.unit == '×' else ' ' + self.unit}"
         value = value.rstrip()  # a unitless quantity has no trailing space
         if self.low == self.high:  # a quantity without spread: no interval to show
-            return value
+            # ... unless it is inconclusive, which a point is only for want of repeats
+            return f"{value} (too few repeats)" if self.verdict == "inconclusive" else value
         if self.unit == "×":
             return str(Ratio(self.value, self.low, self.high))
         return f"{value} ({_number(self.low)}–{_number(self.high)})"
@@ -241,6 +242,8 @@ def expect(
     Expectation: copy bandwidth. Expected above 20 GB/s; measured 12 GB/s (11–13) on cpu: does not hold here.
     >>> expect("same speed", Ratio(1.1, 0.9, 1.3), above=1, machine="cpu", show=False).verdict
     'inconclusive'
+    >>> expect("three repeats", Ratio(23.1, 23.1, 23.1, single=True), above=1, machine="cpu", show=False).measured
+    '23.1× (too few repeats)'
     >>> expect("broken timer", 0.0, above=1, machine="cpu")
     Traceback (most recent call last):
     ...
