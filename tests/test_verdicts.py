@@ -175,4 +175,4 @@ def test_claims_are_judged_on_the_confidence_interval():
 def test_an_expectation_without_an_interval_says_why_it_is_inconclusive():
     three = speedup(Timing((9.0, 10.0, 11.0), 1), Timing((1.0, 1.1, 1.2), 1))
     e = expect("ten times faster", three, above=2.0, machine="cpu", show=False)
-    assert (e.verdict, e.measured) == ("inconclusive", "9.1× (too few repeats)")
+    assert (e.verdict, e.measured) == ("inconclusive", "9.09× (too few repeats)")
