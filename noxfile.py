@@ -194,6 +194,123 @@ def standins(session: nox.Session) -> None:
     )
 
 
+#: What the GPU machine the device tool lends already has (python3 3.12 with torch 2.11 and
+#: CUDA 13): torch and its own dependencies, NumPy, matplotlib and theirs. gpu_wheels
+#: carries everything else the docs build imports.
+GPU_MACHINE_HAS = re.compile(
+    r"^(torch|numpy|matplotlib|pillow|contourpy|cycler|kiwisolver|pyparsing|python-dateutil"
+    r"|six|packaging|sympy|mpmath|networkx|filelock|fsspec|jinja2|markupsafe"
+    r"|typing-extensions|setuptools|triton|nvidia-.*)$"
+)
+#: The manylinux tags pip must be told one by one (it matches each exactly).
+MANYLINUX = ("2_17", "2_24", "2_27", "2_28", "2_31", "2_34", "2_35")
+WHEELS = ROOT / ".whl"
+
+
+@nox.session(default=False)
+def gpu_wheels(session: nox.Session) -> None:
+    """Download into .whl/ the wheels the GPU build needs and the GPU machine lacks.
+
+    For CPython 3.12 on manylinux x86-64: Sphinx, its extensions and theme, and their
+    dependencies, at the versions constraints.txt pins, less what the GPU machine has
+    (``GPU_MACHINE_HAS``). jieba (an sdist only) is left out: the GPU build is English
+    only, and only the Chinese search index needs it. docs/_tools/gpu_build.py installs
+    the wheels there; .whl/ is ignored by git and travels with ``carry``.
+    """
+    requirements = [
+        r
+        for group in ("docs", "assets")
+        for r in nox.project.dependency_groups(PYPROJECT, group)
+        if not r.startswith("jieba")
+    ]
+    constraints = Path(session.create_tmp()) / "constraints-gpu.txt"
+    constraints.write_text(
+        "\n".join(ln for ln in CONSTRAINTS.read_text().splitlines() if not ln.startswith("torch=="))
+    )
+    download = Path(session.create_tmp()) / "wheels"
+    shutil.rmtree(download, ignore_errors=True)
+    platforms = [a for tag in MANYLINUX for a in ("--platform", f"manylinux_{tag}_x86_64")]
+    session.run(
+        "python", "-m", "pip", "download", "--quiet", "--only-binary=:all:",
+        "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
+        "--abi", "abi3", "--abi", "none", *platforms, "--platform", "manylinux2014_x86_64",
+        "--platform", "any", "-c", str(constraints), "-d", str(download), *requirements,
+    )  # fmt: skip
+    shutil.rmtree(WHEELS, ignore_errors=True)
+    WHEELS.mkdir()
+    kept, left = [], []
+    for wheel in sorted(download.glob("*.whl")):
+        name = re.sub(r"[-_.]+", "-", wheel.name.split("-")[0]).lower()
+        if GPU_MACHINE_HAS.match(name):
+            left.append(name)
+        else:
+            shutil.copy2(wheel, WHEELS / wheel.name)
+            kept.append(wheel)
+    size = sum(w.stat().st_size for w in kept)
+    session.log("left out (the GPU machine has them): " + ", ".join(left))
+    for wheel in kept:
+        session.log(f"  {wheel.name} ({wheel.stat().st_size / 2**20:.1f} MiB)")
+    session.log(f"{len(kept)} wheels, {size / 2**20:.1f} MiB, in {WHEELS}")
+    if size > 40 * 2**20:
+        session.error("the wheels exceed 40 MiB: with the tree they would pass the 64 MiB carried")
+
+
+@nox.session(default=False)
+def gpu_rehearsal(session: nox.Session) -> None:
+    """The GPU build's entry point (docs/_tools/gpu_build.py), run here on the CPU.
+
+    Builds the English site in a fresh copy of the tree with every page executed on the
+    CPU (``EFFPT_DEVICE=cpu``), with this session's packages instead of .whl/, and
+    writes what the GPU call would bring back to docs/_build/gpu-rehearsal: the log,
+    the evidence record, one line per page and the site's archive. Options after
+    ``--`` go to gpu_build.py (e.g. ``--deadline-s 3000``).
+    """
+    install(session, "docs", "assets")
+    out = BUILD / "gpu-rehearsal"
+    work = Path(tempfile.gettempdir()) / f"effpt-gpu-rehearsal-{os.getpid()}"
+    try:
+        session.run(
+            "python",
+            str(DOCS / "_tools" / "gpu_build.py"),
+            "--no-wheels",
+            "--out",
+            str(out),
+            "--work",
+            str(work),
+            *session.posargs,
+            env={**RUN_ENV, "EFFPT_DEVICE": "cpu"},
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@nox.session(default=False)
+def evidence(session: nox.Session) -> None:
+    """Write the evidence records of this machine and of each stand-in into docs/evidence.
+
+    This machine's from the outputs of the last ``nox -s docs`` (docs/auto_examples);
+    each stand-in's from ``nox -s standins``' docs/_build/standins/report.json. Either
+    is skipped, with a warning, when its outputs are missing; ``-- docs`` or
+    ``-- standins`` writes only that one, ``-- --out DIR`` elsewhere. Commit the
+    records (docs/_tools/evidence.py says what they hold).
+    """
+    install(session, "docs", "assets")
+    tool = str(DOCS / "_tools" / "evidence.py")
+    kinds = ("docs", "standins")
+    wanted = [a for a in session.posargs if a in kinds] or list(kinds)
+    options = [a for a in session.posargs if a not in kinds]  # e.g. --out DIR
+    if "docs" in wanted:
+        if (DOCS / "auto_examples" / "_records").is_dir():
+            session.run("python", tool, "docs", *options, env=RUN_ENV)
+        else:
+            session.warn("docs/auto_examples has no outputs: run `nox -s docs` first")
+    if "standins" in wanted:
+        if (BUILD / "standins" / "report.json").is_file():
+            session.run("python", tool, "standins", *options, env=RUN_ENV)
+        else:
+            session.warn("docs/_build/standins/report.json is missing: run `nox -s standins`")
+
+
 @nox.session
 def docs(session: nox.Session) -> None:
     """Build the site in English and Chinese, executing every example once.

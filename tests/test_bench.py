@@ -262,7 +262,7 @@ def test_a_ratio_from_one_sample_says_so_and_expect_agrees():
     r = bench.speedup(slow, fast)
     assert (r.value, r.single, r.verdict) == (2.0, True, "inconclusive")
     assert str(r) == "2.0× (too few repeats)"  # issue 34: one sample is the extreme of that
-    assert expect("two beats one", r, above=1.5, machine="cpu", show=False).verdict == (
+    assert expect("two beats one", r, above=1.5, device="cpu", show=False).verdict == (
         "inconclusive"
     )
     many = bench.Timing(per_call=(1.0, 1.0, 1.0), number=1)

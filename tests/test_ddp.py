@@ -102,6 +102,19 @@ def port_message_rank(log: str) -> None:
     time.sleep(60)
 
 
+def dcp_save_rank(path: str) -> bool:
+    """Save a checkpoint with DCP's default file writer; say what CUDA looked like here."""
+    import torch.distributed.checkpoint as dcp
+
+    dist.init_process_group("gloo", timeout=timedelta(seconds=30))
+    try:
+        dcp.save({"w": torch.arange(4.0)}, checkpoint_id=path)
+        dist.barrier()
+        return torch.cuda.is_available()
+    finally:
+        dist.destroy_process_group()
+
+
 # -- tests --------------------------------------------------------------------------------
 def test_free_port_can_be_bound():
     port = free_port()
@@ -363,3 +376,22 @@ STORE_FAILED = (
 def test_only_the_rendezvous_failing_to_listen_counts_as_a_port_taken(tmp_path, last_line, taken):
     (tmp_path / "rank0.err").write_text(f"Traceback (most recent call last):\n{last_line}\n")
     assert effpt.ddp._port_taken(0, str(tmp_path), 4321) is taken
+
+
+def test_a_rank_forked_after_cuda_was_initialised_is_told_cuda_is_unavailable(
+    tmp_path, monkeypatch
+):
+    # issue 31, finding 1: a forked child of a process that initialised CUDA still sees
+    # is_available() True; DCP's writer then copies through a CUDA stream and raises.
+    # Here the parent looks like one on a GPU machine; the fork inherits the patches.
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    seen = launch(dcp_save_rank, args=(str(tmp_path / "ckpt"),), start_method="fork")
+    assert seen == [False, False]
+    assert (tmp_path / "ckpt" / ".metadata").is_file()
+
+
+def test_a_rank_forked_before_cuda_was_initialised_keeps_torchs_answer(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    seen = launch(dcp_save_rank, args=(str(tmp_path / "ckpt"),), start_method="fork")
+    assert seen == [torch.cuda.is_available()] * 2

@@ -158,8 +158,86 @@ def test_a_pages_stamp_stores_the_machines_fields(conf, monkeypatch):
     # On a GPU build, a page that allocated CUDA memory is stamped with the GPU's fields.
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 1024)
+    monkeypatch.setattr(gallery, "_gpu_start", {"held": 0, "stats": {ALLOCATED: 5}})
+    monkeypatch.setattr(torch.cuda, "memory_stats", lambda: {ALLOCATED: 6})
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
     monkeypatch.setattr(torch.version, "cuda", "12.8")
     gallery._stamp_device_used(conf, "plot_a")
     machine = Machine.in_file(json.loads(stamp.read_text(encoding="utf-8")), stamp)
     assert (machine.kind, machine.name, machine.cuda) == ("cuda", "NVIDIA H100 80GB HBM3", "12.8")
+
+
+ALLOCATED = "allocation.all.allocated"
+
+
+def test_a_cpu_page_on_a_gpu_build_is_stamped_cpu_despite_memory_held_before_it(conf, monkeypatch):
+    # issue 31, finding 5: cuBLAS's workspace, allocated by an earlier page, stays held,
+    # so the peak of a page that never touched CUDA is positive; the count of
+    # allocations does not move.
+    import json
+
+    from effpt.machine import Machine
+
+    gallery.reset_state(conf, "examples/fam/plot_a.py")
+    gallery.reset_state(conf, "examples/fam/plot_a.py", when="after")
+    held = {ALLOCATED: 40, "allocated_bytes.all.current": 2**22}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: 2**22)
+    monkeypatch.setattr(gallery, "_gpu_start", {"held": 2**22, "stats": held})
+    monkeypatch.setattr(torch.cuda, "memory_stats", lambda: dict(held))
+    gallery._stamp_device_used(conf, "plot_a")
+    stamp = outputs.stamp_file(conf, "plot_a")
+    data = json.loads(stamp.read_text(encoding="utf-8"))
+    assert Machine.in_file(data, stamp).kind == "cpu"
+    assert "gpu_peak_mib" not in data  # a CPU page has no GPU memory figure
+
+
+class FakeAllocator:
+    """torch.cuda's memory statistics on a GPU machine, as far as the stamp reads them."""
+
+    def __init__(self) -> None:
+        self.current, self.peak, self.allocations = 0, 0, 0
+
+    def allocate(self, nbytes: int) -> None:
+        self.current += nbytes
+        self.peak, self.allocations = max(self.peak, self.current), self.allocations + 1
+
+    def free(self, nbytes: int) -> None:
+        self.current -= nbytes
+
+    def reset_peak(self, _device=None) -> None:
+        self.peak = self.current
+
+    def patch(self, monkeypatch) -> None:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
+        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda _device=None: self.current)
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda _device=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "memory_stats", lambda: {ALLOCATED: self.allocations})
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", self.reset_peak)
+        monkeypatch.setattr(gallery, "_RESET_PEAK", self.reset_peak, raising=False)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda _d: "NVIDIA H100 80GB HBM3")
+        monkeypatch.setattr(torch.version, "cuda", "12.8")
+
+
+def test_a_page_that_resets_the_peak_mid_page_keeps_its_earlier_peak(conf, monkeypatch):
+    # issue 31, finding 9: a page that measures one region's peak resets the statistics;
+    # the page's peak in the stamp lost everything before the last reset.
+    import json
+
+    import torch._dynamo
+
+    # on a "GPU", its reset would import Inductor's CUDA graphs, whose imports warn
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: None)
+    fake = FakeAllocator()
+    fake.patch(monkeypatch)
+    fake.allocate(2**20)  # held before the page: not the page's
+    gallery.reset_state(conf, "examples/fam/plot_a.py")
+    fake.allocate(100 * 2**20)  # the page's big moment
+    fake.free(100 * 2**20)
+    torch.cuda.reset_peak_memory_stats()  # the page measures a small region next
+    fake.allocate(10 * 2**20)
+    gallery.reset_state(conf, "examples/fam/plot_a.py", when="after")
+    data = json.loads(outputs.stamp_file(conf, "plot_a").read_text(encoding="utf-8"))
+    assert data["gpu_peak_mib"] == 100
+    assert torch.cuda.reset_peak_memory_stats == fake.reset_peak  # torch's own, after the page

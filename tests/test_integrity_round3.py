@@ -88,7 +88,7 @@ def test_huge_extended_header_is_refused_before_tarfile_reads_it(tmp_path):
 def test_files_effpt_wrote_read_back_whatever_the_text(tmp_path, monkeypatch, char):
     path = tmp_path / "page.jsonl"
     monkeypatch.setenv("EFFPT_EXPECTATIONS_FILE", str(path))
-    e = expect(f"one{char}two", (2.0, 1.9, 2.1), above=1.0, machine="cpu", show=False)
+    e = expect(f"one{char}two", (2.0, 1.9, 2.1), above=1.0, device="cpu", show=False)
     assert read_expectations(path) == [e]
     claims_file = tmp_path / "claims.jsonl"
     monkeypatch.setenv("EFFPT_CLAIMS_FILE", str(claims_file))
@@ -132,12 +132,12 @@ def test_huge_integers_are_named_not_overflow(tmp_path):
     path.write_text(json.dumps({**_record().to_dict(), "median_s": 10**400}) + "\n")
     with pytest.raises(ValueError, match=r"page.jsonl:1: median_s=.* too large for a float"):
         read_records(path)
-    e = expect("x", (2.0, 1.9, 2.1), above=1.0, machine="cpu", show=False).to_dict()
+    e = expect("x", (2.0, 1.9, 2.1), above=1.0, device="cpu", show=False).to_dict()
     path.write_text(json.dumps({**e, "bound": 10**400}) + "\n")
     with pytest.raises(ValueError, match=r"page.jsonl:1: .*bound=.* too large for a float"):
         read_expectations(path)
     with pytest.raises(ValueError, match=r"measured value=.* too large"):
-        expect("x", 10**400, above=1.0, machine="cpu", show=False)
+        expect("x", 10**400, above=1.0, device="cpu", show=False)
     with pytest.raises(ValueError, match=r"eps=.* too large"):
         box_iou(torch.zeros(1, 4), torch.zeros(1, 4), eps=10**400)
     with pytest.raises(ValueError, match=r"t=.* too large"):
@@ -242,18 +242,18 @@ def test_read_outcomes_refuses_what_check_could_not_write(tmp_path, verdict, fas
 
 
 def test_expectation_whose_verdict_contradicts_its_numbers_is_refused(tmp_path):
-    e = expect("x", (2.0, 1.9, 2.1), above=1.0, machine="cpu", show=False)
+    e = expect("x", (2.0, 1.9, 2.1), above=1.0, device="cpu", show=False)
     path = tmp_path / "page.jsonl"
     path.write_text(json.dumps({**e.to_dict(), "verdict": "does not hold here"}) + "\n")
     with pytest.raises(ValueError, match=r"page.jsonl:1: .*contradicts its interval"):
         read_expectations(path)
     with pytest.raises(ValueError, match="contradicts"):
-        Expectation("x", 2.0, 1.9, 2.1, "above", 1.0, "×", "does not hold here", "cpu")
+        Expectation("x", 2.0, 1.9, 2.1, "above", 1.0, "×", "does not hold here", CPU)
 
 
 def test_expectation_of_a_timing_without_samples_names_it():
     with pytest.raises(ValueError, match="'empty': the Timing measured has no repeats"):
-        expect("empty", Timing((), 1), above=1.0, machine="cpu", show=False)
+        expect("empty", Timing((), 1), above=1.0, device="cpu", show=False)
 
 
 # -- 16: a FIFO or a device as a shard -------------------------------------------------------

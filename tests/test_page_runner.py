@@ -40,6 +40,8 @@ def test_a_page_runs_alone_in_a_clean_environment(tmp_path, monkeypatch):
         print(json.dumps({k: os.environ.get(k) for k in keys} | {"files": os.listdir()}))
         with open(os.environ["EFFPT_EXPECTATIONS_FILE"], "a") as f:
             f.write('{"statement": "x"}\\n')
+        with open(os.environ["EFFPT_CLAIMS_FILE"], "a") as f:
+            f.write('{"key": "k"}\\n')
         """,
     )
     run = run_page(script, tmp_path / "alone", env={"EXTRA": "1"}, timeout_s=60)
@@ -52,9 +54,12 @@ def test_a_page_runs_alone_in_a_clean_environment(tmp_path, monkeypatch):
         "MPLBACKEND": "Agg",
         "OMP_WAIT_POLICY": "PASSIVE",
         "EXTRA": "1",
-        "files": sorted(["plot_probe.py", "expectations.jsonl"], key=seen["files"].index),
+        "files": sorted(
+            ["plot_probe.py", "expectations.jsonl", "claims.jsonl"], key=seen["files"].index
+        ),
     }
     assert run.expectation_dicts() == [{"statement": "x"}]
+    assert run.claims_file.read_text() == '{"key": "k"}\n'
     assert "PYTHONPATH" not in clean_env()
 
 

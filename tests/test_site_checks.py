@@ -225,7 +225,7 @@ def _write_expectations(app, stem, lines):
 def _expectation(verdict_ratio, **kwargs):
     from effpt.expect import expect
 
-    return expect("x beats y", verdict_ratio, machine="cpu", show=False, **kwargs).to_dict()
+    return expect("x beats y", verdict_ratio, device="cpu", show=False, **kwargs).to_dict()
 
 
 def test_expectations_load_with_their_page_in_reading_order(app):

@@ -144,11 +144,11 @@ def test_expectation_from_a_timing_uses_the_interval_of_its_median():
     # still cannot place the median above it at 95 %.
     five = Timing((1.0, 2.1, 2.2, 2.3, 9.0), 1)
     assert five.q1 > 2.0
-    assert expect("time", five, above=2.0, unit="s", machine="cpu", show=False).verdict == (
+    assert expect("time", five, above=2.0, unit="s", device="cpu", show=False).verdict == (
         "inconclusive"
     )
     eight = Timing((2.5, 2.6, 2.7, 2.8, 2.9, 3.0, 3.1, 3.2), 1)
-    assert expect("time", eight, above=2.0, unit="s", machine="cpu", show=False).verdict == (
+    assert expect("time", eight, above=2.0, unit="s", device="cpu", show=False).verdict == (
         "holds here"
     )
 
@@ -174,5 +174,5 @@ def test_claims_are_judged_on_the_confidence_interval():
 
 def test_an_expectation_without_an_interval_says_why_it_is_inconclusive():
     three = speedup(Timing((9.0, 10.0, 11.0), 1), Timing((1.0, 1.1, 1.2), 1))
-    e = expect("ten times faster", three, above=2.0, machine="cpu", show=False)
+    e = expect("ten times faster", three, above=2.0, device="cpu", show=False)
     assert (e.verdict, e.measured) == ("inconclusive", "9.09× (too few repeats)")

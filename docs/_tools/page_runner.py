@@ -16,9 +16,11 @@ What every run gets:
   ``VIRTUAL_ENV`` and ``NOX_*`` and without ``PATH`` entries inside the repository
   (nothing of the repository or of nox leaks into the page), plus ``MPLBACKEND=Agg`` and ``OMP_WAIT_POLICY=PASSIVE``, plus what the caller
   adds;
-* ``EFFPT_EXPECTATIONS_FILE`` naming a file in that folder, so the caller reads the
-  page's expectations back (:meth:`PageRun.expectations_file`, then
-  ``effpt.expect.read_expectations`` in an interpreter that has effpt);
+* ``EFFPT_EXPECTATIONS_FILE`` and ``EFFPT_CLAIMS_FILE`` naming files in that folder, so
+  the caller reads the page's expectations and claim outcomes back
+  (:meth:`PageRun.expectations_file`, :meth:`PageRun.claims_file`, then
+  ``effpt.expect.read_expectations`` or ``effpt.claims.read_outcomes`` in an
+  interpreter that has effpt);
 * a timeout that ends the page and every process it started (its own session); so
   does an interruption of the caller.
 """
@@ -48,6 +50,7 @@ STRIPPED_PREFIXES = ("PYTHON", "EFFPT_", "VIRTUAL_ENV", "NOX_")
 #: What every page run gets. Spinning OpenMP waiters steal the other core on a small CPU.
 BASE_ENV = {"MPLBACKEND": "Agg", "OMP_WAIT_POLICY": "PASSIVE"}
 EXPECTATIONS_NAME = "expectations.jsonl"
+CLAIMS_NAME = "claims.jsonl"
 #: Pages whose code starts processes (DataLoader workers, distributed ranks).
 STARTS_PROCESSES = re.compile(r"num_workers\s*=\s*[1-9a-z]|multiprocessing|torch\.distributed")
 START_METHODS = ("fork", "forkserver", "spawn")
@@ -138,6 +141,11 @@ class PageRun:
         """The JSON-lines file the page's ``effpt.expect.expect`` calls appended to."""
         return self.folder / EXPECTATIONS_NAME
 
+    @property
+    def claims_file(self) -> Path:
+        """The JSON-lines file the page's ``effpt.claims`` checks appended their outcomes to."""
+        return self.folder / CLAIMS_NAME
+
     def expectation_dicts(self) -> list[dict]:
         """The page's expectations as dicts (no effpt needed; see read_expectations)."""
         path = self.expectations_file
@@ -185,7 +193,13 @@ def run_page(
     shutil.copy2(script, folder / script.name)
     expectations = folder / EXPECTATIONS_NAME
     expectations.write_text("", encoding="utf-8")
-    extra = {**(env or {}), "EFFPT_EXPECTATIONS_FILE": str(expectations)}
+    claims = folder / CLAIMS_NAME
+    claims.write_text("", encoding="utf-8")
+    extra = {
+        **(env or {}),
+        "EFFPT_EXPECTATIONS_FILE": str(expectations),
+        "EFFPT_CLAIMS_FILE": str(claims),
+    }
     if warning_policy:
         extra["PYTHONPATH"] = str(EXT)
     options = {

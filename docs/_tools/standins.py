@@ -25,7 +25,8 @@ different start method on each stand-in, so fork, forkserver and spawn are all c
 The pages of the one-thread stand-ins run two at a time (one per core), unless
 ``--serial``; the busy stand-in runs one page at a time.
 
-Writes docs/_build/standins/report.json and prints, per page, each expectation's
+Writes docs/_build/standins/report.json (each page's expectations, claim outcomes and
+source hash per stand-in: ``nox -s evidence`` makes a record of each) and prints, per page, each expectation's
 verdict on each stand-in (and on this machine's own run, from ``nox -s reader``, when
 it left its expectations in docs/_build/standins/native), marking those that flipped.
 Exits 1 when any page failed on any stand-in, naming stand-in, page and stderr tail.
@@ -36,6 +37,7 @@ Usage: python standins.py [-k SUBSTRING ...] [--only NAME ...] [--serial] [--out
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import shutil
@@ -200,9 +202,11 @@ def run_one(standin: StandIn, env: dict[str, str], script: Path, work: Path) -> 
     with busy_cores(at_most_s=TIMEOUT_S + 60) if standin.busy else nullcontext() as load:
         run = run_page(script, folder, env=env, start_method=method, timeout_s=TIMEOUT_S)
         load_cores = load.cores_used() if load else None
-    from effpt.expect import read_expectations  # noqa: PLC0415  (the reader's effpt)
+    from effpt.claims import read_outcomes  # noqa: PLC0415  (the reader's effpt)
+    from effpt.expect import read_expectations  # noqa: PLC0415
 
     expectations = [e.to_dict() for e in read_expectations(run.expectations_file)]
+    claims = [c.to_dict() for c in read_outcomes(run.claims_file)]
     status = "ok" if run.ok else "FAILED"
     print(
         f"[{standin.name}] {page_id(script)}"
@@ -217,6 +221,8 @@ def run_one(standin: StandIn, env: dict[str, str], script: Path, work: Path) -> 
         "start_method": method,
         "load_used_cores": None if load_cores is None else round(load_cores, 2),
         "expectations": expectations,
+        "claims": claims,
+        "source_sha256": hashlib.sha256(script.read_bytes()).hexdigest(),
         "error": None if run.ok else run.failure(tail=2500),
     }
 

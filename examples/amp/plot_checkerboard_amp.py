@@ -190,11 +190,13 @@ expect(
     max(final.values()),
     below=0.125,
     unit="",
+    device=device,
 )
 _ = expect(
     "the final losses of the variants lie within a factor of two",
     max(final.values()) / min(final.values()),
     below=2.0,
+    device=device,
 )
 
 # %%
@@ -237,7 +239,12 @@ from effpt.records import speedup
 records = compare(f"checkerboard step, {size}×{size}", steps_fn, device=device, budget_s=1.0)
 by_name = {r.variant: r for r in records}
 ratio = speedup(by_name["float32"], by_name[f"{low_name} autocast"])
-_ = expect(f"{low_name} autocast makes a checkerboard step faster than float32", ratio, above=1.0)
+_ = expect(
+    f"{low_name} autocast makes a checkerboard step faster than float32",
+    ratio,
+    above=1.0,
+    device=device,
+)
 
 # %%
 # On a CPU the intra-op thread pool splits each large operation over the cores. The
@@ -259,15 +266,14 @@ if device.type == "cpu" and torch.get_num_threads() > 1:
     torch.set_num_threads(1)
     try:
         one = compare(f"checkerboard step, {size}×{size}, 1 thread", steps_fn, device=device)
-        machine_1 = describe(device)  # names the one thread
+        _ = expect(  # inside, so that the machine it names has one thread
+            f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
+            speedup(one[0], one[1]),
+            above=1.0,
+            device=device,
+        )
     finally:
         torch.set_num_threads(threads)
-    _ = expect(
-        f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
-        speedup(one[0], one[1]),
-        above=1.0,
-        machine=machine_1,
-    )
 elif device.type == "cpu":
     print("this run has one thread: the timing above is the one-thread timing")
 else:
@@ -321,8 +327,12 @@ plt.show()
 # device's (on Apple's MPS the profiler sees only the host queueing the work). On a
 # CPU it is the time each operator took on the calling thread, waiting for the pool's
 # other threads included, so the CPU is profiled twice: with this machine's threads
-# and with one (restored afterwards).
+# and with one (restored afterwards). The sums take the rows recorded on the CPU
+# thread (:func:`effpt.profiling.profiler_rows`): on a GPU each kernel also has a row
+# of its own, whose time its operator's row already holds.
 from torch.profiler import ProfilerActivity, profile
+
+from effpt.profiling import profiler_rows
 
 on_gpu = device.type == "cuda"
 activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
@@ -345,7 +355,7 @@ def where_time_goes(step, steps: int = 3):
             torch.cuda.synchronize()
     events = prof.key_averages()
     kinds = dict.fromkeys([*KINDS, "other"], 0.0)
-    for e in events:
+    for e in profiler_rows(events, "host").values():  # operators and labels, each kernel once
         kind = next((k for k, parts in KINDS.items() if any(p in e.key for p in parts)), "other")
         kinds[kind] += getattr(e, key) / steps / 1e3  # ms per step
     return kinds, events

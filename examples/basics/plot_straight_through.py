@@ -144,12 +144,14 @@ expect(
     "training through rounding at least halves the error of rounding after training",
     errors["rounded after training"] / errors["trained through rounding"],
     above=2.0,
+    device=device,
 )
 _ = expect(
     "training through rounding fits sin(2x) to a mean squared error below 0.05",
     errors["trained through rounding"],
     below=0.05,
     unit="",
+    device=device,
 )
 
 # sphinx_gallery_start_ignore

@@ -240,12 +240,15 @@ from effpt.expect import expect
 
 n = lengths[-1]
 (cat, mrg), (m_cat, m_mrg) = results[n]
-expect(f"Merge runs faster than tile + concat at n={n}", speedup(cat, mrg), above=1.0)
+expect(
+    f"Merge runs faster than tile + concat at n={n}", speedup(cat, mrg), above=1.0, device=device
+)
 if memory_measured:
     expect(
         f"tile + concat needs more than twice the peak tensor memory of Merge at n={n}",
         m_cat / m_mrg,
         above=2.0,
+        device=device,
     )
 
 # %%
@@ -339,6 +342,7 @@ _ = expect(
     f"(wall clock, n={n})",
     projection_gain,
     below=flops_ratio,
+    device=device,
 )
 
 # %%

@@ -319,11 +319,13 @@ expect(
     "torch.sum adds up the rows of a (500, 10) matrix more than 10× as fast as the m[i] loop",
     speedup(at_500["m[i] loop"], at_500["torch.sum"]),
     above=10.0,
+    device=device,
 )
 _ = expect(
     "the unbind loop adds up the rows of a (500, 10) matrix faster than the m[i] loop",
     speedup(at_500["m[i] loop"], at_500["unbind loop"]),
     above=1.0,
+    device=device,
 )
 
 # %%
@@ -388,6 +390,7 @@ _ = expect(
     "(the += per row remains)",
     speedup(timings[rows]["m[i] loop"], timings[rows]["unbind loop"]),
     below=2.0,
+    device=device,
 )
 
 # %%

@@ -260,6 +260,7 @@ for threads in thread_counts:
             f"index_select's lead over advanced indexing grows from rows 1 to 16 numbers wide, {where}",
             lead[threads, 16] / lead[threads, 1],
             above=1.5,
+            device=device,
         )
 
 # %%
@@ -451,11 +452,13 @@ expect(
     slope("python loop"),
     above=0.8,
     unit="",
+    device=device,
 )
 _ = expect(
     "flat + index_select's cost grows less with the batch than the Python loop's",
     growth("python loop") / growth("flat + index_select"),
     above=1.0,
+    device=device,
 )
 
 # %%
@@ -491,6 +494,7 @@ _ = expect(
     "At the largest batch, vectorising the loop gains over 3× what scripting it gains",
     vectorised_gain / scripted_gain,
     above=3.0,
+    device=device,
 )
 
 # %%

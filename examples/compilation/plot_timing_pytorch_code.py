@@ -96,6 +96,7 @@ expect(
     "waiting for the product takes over twice as long as launching it",
     finished / launched,
     above=2.0,
+    device=device,
 )
 
 # sphinx_gallery_start_ignore
@@ -171,6 +172,7 @@ expect(
     "the first call of a compiled function costs more than 20 later calls",
     (first_call / later_calls, first_call / later_q3, first_call / later_q1),
     above=20,
+    device=device,
 )
 
 # sphinx_gallery_start_ignore
@@ -292,11 +294,13 @@ expect(
     f"Timer's figure on {threads} thread{'s' * (threads > 1)} is at most 1.25× time_callable's",
     like_for_like,
     below=1.25,
+    device=device,
 )
 _ = expect(
     f"Timer's figure on {threads} thread{'s' * (threads > 1)} is at least 0.8× time_callable's",
     like_for_like,
     above=0.8,
+    device=device,
 )
 
 # %%
@@ -407,8 +411,12 @@ plt.show()
 # A ratio says which version wins, not why. :func:`torch.profiler.profile` records
 # every operator that ran; its table below lists the ones that took the most time
 # themselves (not counting the operators they called), for one forward and backward
-# of each form. Profile after a warm-up, for the same reason as timing.
+# of each form. Profile after a warm-up, for the same reason as timing. On a CUDA GPU
+# the table also lists each kernel, whose time its operator's row already holds, so the
+# shares below add up the operators' rows only (:func:`effpt.profiling.profiler_rows`).
 from torch.profiler import ProfilerActivity, profile
+
+from effpt.profiling import profiler_rows
 
 activities = [ProfilerActivity.CPU]
 sort_by = "self_cpu_time_total"
@@ -425,7 +433,8 @@ for name in ("pdist", "matmul"):
         synchronize(device)
     print(f"--- {name} form")
     print(prof.key_averages().table(sort_by=sort_by, row_limit=5, max_name_column_width=28))
-    top_ops[name] = {e.key: getattr(e, sort_by) for e in prof.key_averages()}  # op -> time
+    operators = profiler_rows(prof.key_averages(), "operators")
+    top_ops[name] = {op: getattr(e, sort_by) for op, e in operators.items()}  # op -> time
 
 # %%
 # The ``pdist`` form has one specialised operator for the distances and one,
@@ -444,6 +453,7 @@ for name, op in (("pdist", "aten::_pdist_backward"), ("matmul", "aten::mm")):
         max(percent, 1e-6),
         above=20,
         unit="%",
+        device=device,
     )
 
 # %%

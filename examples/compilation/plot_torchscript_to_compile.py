@@ -246,6 +246,7 @@ expect(
     "every new case's first call (a compilation) costs more than 10 later calls",
     (first_calls[d] / t.median, first_calls[d] / t.q3, first_calls[d] / t.q1),
     above=10,
+    device=device,
 )
 
 # sphinx_gallery_start_ignore
@@ -305,6 +306,7 @@ expect(
     "compiling the 1-D case again after the reset is faster than the first time",
     first_calls[1] / again,
     above=1.0,
+    device=device,
 )
 
 # sphinx_gallery_start_ignore

@@ -186,11 +186,13 @@ with num_threads(t0):  # so that the verdicts name the threads that ran
         "Over the largest sizes measured (16× the elements), a matrix product's time grows over 16×",
         speedup(mm_times[t0][big], mm_times[t0][before]),
         above=16.0,
+        device=device,
     )
     expect(
         "At the largest size measured, a matrix product costs over 5× an addition",
         speedup(mm_times[t0][big], add_times[t0][big]),
         above=5.0,
+        device=device,
     )
 
 # %%
@@ -218,6 +220,7 @@ _ = expect(
     "A one-element torch.add costs over 5× a Python float addition",
     speedup(plain, parts["Python float addition"]),
     above=5.0,
+    device=device,
 )
 
 # %%
@@ -259,6 +262,7 @@ if len(thread_counts) > 1:
         "Just above its thread pool threshold, an addition is slower on all threads than on one",
         speedup(every, one),
         above=1.0,
+        device=device,
     )
 else:
     print(f"{label[all_threads]}: no CPU thread pool to dispatch to here")
@@ -284,6 +288,7 @@ for op, times, name in (
                 f"Rule of thumb: {name} of 1,024 elements takes over twice its fixed cost, {where[t]}",
                 Ratio(at_1024.median / floor, at_1024.q1 / floor, at_1024.q3 / floor),
                 above=2.0,
+                device=device,
             )
 
 # %%

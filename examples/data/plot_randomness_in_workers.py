@@ -34,10 +34,10 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_ra
 # (:doc:`/explanations/workers` says why, and how workers get their copies).
 import torch
 
-from effpt.device import describe, pick_device
+from effpt.device import describe
 
 if __name__ == "__main__":
-    print(describe(pick_device()))
+    print(describe("cpu"))  # the page runs on the CPU, whatever device the machine has
     torch.manual_seed(0)
 
 # %%

@@ -37,10 +37,10 @@ To run this page on its own: ``pip install effpt==0.2.0``, then ``python plot_st
 # ``if __name__ == "__main__":`` and its classes outside it (the same page says why).
 import torch
 
-from effpt.device import describe, pick_device
+from effpt.device import describe
 
 if __name__ == "__main__":
-    device = pick_device()
+    device = torch.device("cpu")  # the page runs on the CPU, whatever device the machine has
     print(describe(device))
     torch.manual_seed(0)
 
@@ -302,6 +302,7 @@ if __name__ == "__main__":
             f"persistent workers load an epoch faster than fresh ones ({workers} workers)",
             speedup(fresh, kept),
             above=1.0,
+            device=device,
         )
 
 # %%

@@ -270,6 +270,7 @@ _ = expect(
     max(max(tree) for _, tree in errors.values()) / eps,
     below=8.0,
     unit="eps",
+    device=device,
 )
 
 # %%

@@ -480,6 +480,7 @@ if __name__ == "__main__":
             calls * eager[2] / (cold + (calls - 1) * fast[1]),
         ),
         above=1.0,
+        device=device,
     )
 
 # %%
@@ -504,6 +505,7 @@ if __name__ == "__main__":
         "a second process with the same TORCHINDUCTOR_CACHE_DIR compiles faster than the first",
         cold / warm,
         above=1.0,
+        device=device,
     )
     shutil.rmtree(workdir)
 

@@ -106,9 +106,19 @@ ratio = speedup(after_wait, at_once)  # how many times longer the honest figure 
 if device.type == "cpu":  # how far apart the two are, either way round (1 = equal)
     r = ratio
     apart = (max(r.value, 1 / r.value), max(1.0, r.low, 1 / r.high), max(r.high, 1 / r.low))
-    expect("on a CPU, waiting or not changes the measured time by less than 20 %", apart, below=1.2)
+    expect(
+        "on a CPU, waiting or not changes the measured time by less than 20 %",
+        apart,
+        below=1.2,
+        device=device,
+    )
 else:
-    expect("a clock stopped without waiting reports under half the real time", ratio, above=2.0)
+    expect(
+        "a clock stopped without waiting reports under half the real time",
+        ratio,
+        above=2.0,
+        device=device,
+    )
 
 # %%
 # Calls that make the host wait
@@ -204,7 +214,12 @@ if device.type == "cuda":
         f"copy {mib} MiB from host to GPU",
         {"pageable": lambda: pageable.to(device), "pinned": lambda: pinned.to(device)},
     )
-    expect("a copy from pinned memory beats one from pageable memory", speedup(*copies), above=1.0)
+    expect(
+        "a copy from pinned memory beats one from pageable memory",
+        speedup(*copies),
+        above=1.0,
+        device=device,
+    )
 
 # %%
 # The second comparison pairs a pinned copy with host work that lasts as long as the copy
@@ -220,7 +235,12 @@ if device.type == "cuda":
             "non_blocking=True": lambda: (pinned.to(device, non_blocking=True), time.sleep(copy_s)),
         },
     )
-    expect("non_blocking=True overlaps the copy with host work", speedup(*overlap), above=1.2)
+    expect(
+        "non_blocking=True overlaps the copy with host work",
+        speedup(*overlap),
+        above=1.2,
+        device=device,
+    )
     on_gpu = pinned.to(device, non_blocking=True)
     wait()  # read a non-blocking copy only after waiting for it
     print(
@@ -261,7 +281,12 @@ if device.type == "cuda":
         "3x3 convolution",
         {"benchmark off": lambda: convolve(False), "benchmark on": lambda: convolve(True)},
     )
-    expect("cudnn.benchmark makes a fixed-shape 3x3 convolution faster", speedup(*tuned), above=1.0)
+    expect(
+        "cudnn.benchmark makes a fixed-shape 3x3 convolution faster",
+        speedup(*tuned),
+        above=1.0,
+        device=device,
+    )
 else:
     print(f"{build} timing cudnn.benchmark needs CUDA.")
 torch.backends.cudnn.benchmark = False  # the default again
@@ -325,8 +350,11 @@ _ = expect(
     f"\"{fast}\" precision makes the product's error 10x float32's or more",
     errors[fast] / errors["highest"],
     above=10.0,
+    device=device,
 )
-_ = expect(f'"{fast}" precision makes a float32 product faster', speedup(*speeds), above=1.0)
+_ = expect(
+    f'"{fast}" precision makes a float32 product faster', speedup(*speeds), above=1.0, device=device
+)
 
 # %%
 # Newer torch also has per-backend switches, such as
@@ -365,7 +393,12 @@ if device.type == "cuda":
             {"eager": lambda: mlp(inputs), "reduce-overhead": lambda: graphed(inputs)},
             warmup=3,
         )
-        expect("CUDA graphs make a launch-bound MLP faster", speedup(*launches), above=1.5)
+        expect(
+            "CUDA graphs make a launch-bound MLP faster",
+            speedup(*launches),
+            above=1.5,
+            device=device,
+        )
         kept = graphed(inputs)
         agree = torch.allclose(kept, mlp(inputs), rtol=1e-3, atol=1e-4)
         graphed(inputs)  # the next replay writes into the same memory

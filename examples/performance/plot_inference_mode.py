@@ -173,6 +173,7 @@ if device.type == "cuda":
         f"recording the graph raises a batch-{large} forward's peak memory over no_grad",
         peaks["grad"] / peaks["no_grad"],
         above=1.0,
+        device=device,
     )
 else:
     print(
@@ -263,13 +264,24 @@ for b in (1, large):
 # %%
 # The three expectations, each with this machine's verdict (the machine's name gives the
 # thread count they ran at):
-expect("no_grad makes a batch-1 forward faster than recording the graph", gains[1][0], above=1.0)
+expect(
+    "no_grad makes a batch-1 forward faster than recording the graph",
+    gains[1][0],
+    above=1.0,
+    device=device,
+)
 expect(
     f"no_grad's gain over recording is larger at batch 1 than at batch {large}",
     gains[1][0] / gains[large][0],
     above=1.0,
+    device=device,
 )
-expect("inference_mode makes a batch-1 forward faster than no_grad", gains[1][1], above=1.0)
+expect(
+    "inference_mode makes a batch-1 forward faster than no_grad",
+    gains[1][1],
+    above=1.0,
+    device=device,
+)
 torch.set_num_threads(threads)  # back to the machine's setting
 
 # %%
@@ -349,8 +361,9 @@ torch.set_num_threads(threads)  # restore the machine's setting
 for n, timings in sweep.items():
     rate = [b / t.median for b, t in zip(batches, timings, strict=True)]  # samples per second
     knee = next(b for b, r in zip(batches, rate, strict=True) if r >= 0.8 * max(rate))
+    on = f"{n} thread{'s' if n > 1 else ''}" if device.type == "cpu" else device.type
     print(
-        f"{n} thread{'s' if n > 1 else ''}: batch 1 takes {format_seconds(timings[0].median)}, "
+        f"{on}: batch 1 takes {format_seconds(timings[0].median)}, "
         f"batch {largest} {format_seconds(timings[-1].median)}; samples per second first "
         f"reach 80 % of their best ({max(rate):,.0f}) at batch {knee}"
     )
@@ -417,17 +430,19 @@ def rate_gain(timings: list, i: int, j: int) -> tuple[float, float, float]:
 
 for n, timings in sweep.items():
     torch.set_num_threads(n)  # the verdict names the thread count it was measured at
-    on = f"{n} thread{'s' * (n > 1)}"  # in the statement too: one statement per count
+    on = f"{n} thread{'s' * (n > 1)}" if device.type == "cpu" else device.type  # one per count
     expect(
         f"batch {largest} gives over 4× the samples per second of batch 1, {on}",
         rate_gain(timings, 0, -1),
         above=4.0,
+        device=device,
     )
     expect(
         f"samples per second have saturated: doubling the batch from {largest // 2} to "
         f"{largest} adds under 20 %, {on}",
         rate_gain(timings, -2, -1),
         below=1.2,
+        device=device,
     )
 torch.set_num_threads(threads)
 

@@ -93,7 +93,12 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, batches of {b
 # device's), the top rows are where the time is spent: operators doing the work
 # themselves (matrix products, copies, activations, Adam's elementwise updates), and any
 # label whose own time, Python between operators, is large; the order is this machine's.
+# On a CUDA GPU the table also has a row per kernel and a second row per label, its span
+# on the device, which holds the kernels it launched rather than time of its own; a sum
+# must take rows of one kind, which :func:`effpt.profiling.profiler_rows` picks.
 from torch.profiler import ProfilerActivity, profile
+
+from effpt.profiling import profiler_rows
 
 activities = [ProfilerActivity.CPU]
 if device.type == "cuda":
@@ -103,13 +108,13 @@ with profile(activities=activities) as prof:
     for _ in range(3):
         train_step()
 by_name = prof.key_averages()
-by_self = "self_cuda_time_total" if device.type == "cuda" else "self_cpu_time_total"
+by_self = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
 print(by_name.table(sort_by=by_self, row_limit=8, max_name_column_width=36))
 
 # sphinx_gallery_start_ignore
-counts = {e.key: e.count for e in by_name}
-assert all(counts.get(p) == 3 for p in PHASES), counts  # each label once per step
-assert counts["aten::linear"] == 3 * 3, counts  # three Linear layers, three steps
+labels, operators = profiler_rows(by_name, "labels"), profiler_rows(by_name, "operators")
+assert all(labels[p].count == 3 for p in PHASES), labels  # each label once per step
+assert operators["aten::linear"].count == 3 * 3, operators  # three Linear layers, three steps
 # sphinx_gallery_end_ignore
 
 # %%
@@ -322,6 +327,10 @@ print(f"{len(recorded)} steps measured")
 # batch, ``prof.step()``), its length, the part of it spent inside operators, the
 # operator calls (nested ones included) and the time inside operators per call. On a
 # CUDA GPU the last line says how much of the step the device spent running kernels.
+# There the phases are the CPU thread's time: forward, backward and optimizer queue
+# kernels and move on, and the data phase's copy of the batch from pageable memory
+# waits until the device has finished the previous step's kernels, so the GPU's work
+# shows up in the data phase.
 print(
     f"{'phase':<10}{'share of step':>15}{'ms':>8}{'in operators':>14}{'op calls':>10}{'µs/call':>9}"
 )
@@ -369,6 +378,7 @@ _ = expect(
     "the backward pass takes longer than the forward pass",
     speedup(per_step("backward"), per_step("forward")),
     above=1.0,
+    device=device,
 )
 
 # %%
@@ -389,6 +399,7 @@ _ = expect(
     (statistics.median(shares), quartiles[0], quartiles[2]),
     below=25,
     unit="%",
+    device=device,
 )
 
 # %%
@@ -409,7 +420,8 @@ memory = prof.key_averages()
 column = "self_cpu_memory_usage" if on_cpu else "self_cuda_memory_usage"  # cuda: the device's
 print(memory.table(sort_by=column, row_limit=6, max_name_column_width=36))
 field = "cpu_memory_usage" if on_cpu else "device_memory_usage"
-by_label = {e.key: getattr(e, field) for e in memory if e.key in PHASES}
+labels = profiler_rows(memory, "labels")  # memory is counted on their CPU rows, the GPU's too
+by_label = {p: getattr(labels[p], field) for p in PHASES}
 print(f"{field} of one step, MB, by phase:", {p: round(by_label[p] / 1e6, 2) for p in PHASES})
 param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
 print(f"the parameters (and so their gradients) take {param_bytes / 1e6:.2f} MB")

@@ -217,11 +217,13 @@ _ = expect(
     f"SDPA beats attention written by hand at L={max_len} ({dtype}, {where})",
     ratios[max_len],
     above=1.0,
+    device=device,
 )
 _ = expect(
     f"SDPA's speed-up over the hand-written attention is larger at L={max_len} than at L={lengths[0]}",
     ratios[max_len] / ratios[lengths[0]],
     above=1.0,
+    device=device,
 )
 
 # %%
@@ -241,6 +243,7 @@ if device.type == "cpu" and threads > 1:
             f"SDPA beats attention written by hand at L={max_len} ({dtype}, 1 thread)",
             speedup(records[0], records[1]),
             above=1.0,
+            device=device,
         )
     finally:
         torch.set_num_threads(threads)
@@ -291,6 +294,7 @@ if device.type == "cuda":
         f"SDPA's peak memory at L={max_len} is below the hand-written version's",
         peak["SDPA"] / peak["by hand"],
         below=1.0,
+        device=device,
     )
 else:
     print(f"{device.type}: no peak-memory statistic; the arithmetic above stands for it")

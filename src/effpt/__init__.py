@@ -21,6 +21,8 @@ Each module covers one concern:
 * :mod:`effpt.ops`: reference implementations the compilation pages build up to.
 * :mod:`effpt.amp`: the checkerboard task and float16 helpers of the mixed-precision pages.
 * :mod:`effpt.ddp`: a spawnable DistributedDataParallel worker with bounded timeouts.
+* :mod:`effpt.profiling`: the profiler's rows of one kind (operators, labels, kernels),
+  so that a sum never counts a kernel twice.
 """
 
 from __future__ import annotations

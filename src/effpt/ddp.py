@@ -13,7 +13,12 @@ program that must never hang needs:
 - a rank that raises or dies stops the others at once, and :class:`DDPWorkerError`
   names it and carries its traceback, or the signal that killed it;
 - a rendezvous port that another program takes between being chosen and being bound
-  is retried with a fresh one (only torch's rendezvous error counts, never ``fn``'s).
+  is retried with a fresh one (only torch's rendezvous error counts, never ``fn``'s);
+- a rank forked from a process that has initialised CUDA cannot use CUDA (the first
+  CUDA call raises "Cannot re-initialize CUDA in forked subprocess"), yet
+  :func:`torch.cuda.is_available` still says True there, and code that picks a CUDA
+  path from it fails (``torch.distributed.checkpoint``'s file writer copies through a
+  CUDA stream). In such a rank ``torch.cuda.is_available()`` returns False.
 """
 
 from __future__ import annotations
@@ -80,8 +85,13 @@ def _rank_main(
     world_size: int,
     port: int,
     outdir: str,
+    cuda_unusable: bool = False,
 ) -> None:
     """What each started process runs: torchrun's variables, then ``fn``, then its result."""
+    if cuda_unusable:  # forked after the parent initialised CUDA: say so to torch's users
+        import torch  # noqa: PLC0415  (loaded already: the parent had initialised CUDA)
+
+        torch.cuda.is_available = _cuda_unavailable
     os.environ.update(
         RANK=str(rank),
         LOCAL_RANK=str(rank),
@@ -107,6 +117,17 @@ def _rank_main(
     partial = Path(outdir, f"rank{rank}.pkl.part")
     partial.write_bytes(payload)
     partial.replace(Path(outdir, f"rank{rank}.pkl"))
+
+
+def _cuda_unavailable() -> bool:
+    """``torch.cuda.is_available`` in a rank forked after its parent initialised CUDA."""
+    return False
+
+
+def _cuda_poisons_fork() -> bool:
+    """Whether a process forked now could not use CUDA: this one has initialised it."""
+    torch = sys.modules.get("torch")  # never import torch just to ask
+    return torch is not None and bool(torch.cuda.is_initialized())
 
 
 def _stop(processes: Sequence[Any], grace_s: float = 5.0) -> None:
@@ -173,11 +194,13 @@ def _launch_once(
     context: Any,
     port: int,
 ) -> list[Any]:
+    fork = context.get_start_method() == "fork"
+    cuda_unusable = fork and _cuda_poisons_fork()
     with tempfile.TemporaryDirectory(prefix="effpt-ddp-") as outdir:
         processes = [
             context.Process(
                 target=_rank_main,
-                args=(fn, args, rank, world_size, port, outdir),
+                args=(fn, args, rank, world_size, port, outdir, cuda_unusable),
                 name=f"effpt-ddp-rank{rank}",
             )
             for rank in range(world_size)
@@ -278,6 +301,9 @@ def launch(
     (the platform's default). Under spawn and forkserver, each process imports ``fn``:
     a function defined in a ``__main__`` without a file (a notebook, a sphinx-gallery
     build) needs ``"fork"``, and :class:`ValueError` says so before anything starts.
+    A rank forked after this process initialised CUDA sees
+    ``torch.cuda.is_available()`` return False, as CUDA is unusable there; ranks
+    started by spawn or forkserver use CUDA as usual.
 
     ``attempts`` bounds the runs when the rendezvous port was taken between being
     chosen and being bound: only torch's own rendezvous error

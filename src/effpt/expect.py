@@ -19,6 +19,10 @@ the truth sits on the bound, a verdict other than "inconclusive" comes out at mo
 one time in twenty (one in ten for a ratio of ratios). A ``(value, low, high)`` tuple
 is the page's own interval, taken as given.
 
+The caller names the device the measurement ran on (``device=``, required): a page
+whose tensors live on a GPU may time work that runs on the CPU (a data loader, a file
+write, a TorchScript run), and the verdict must name the machine that did the work.
+
 Records are appended to the JSON-lines file named by ``$EFFPT_EXPECTATIONS_FILE`` when
 it is set (the site's build sets it per page); :func:`read_expectations` reads them back.
 """
@@ -32,9 +36,12 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from effpt._stats import median_interval
 from effpt._validate import finite_float, read_json_lines
-from effpt.device import describe
+from effpt.device import this_machine
+from effpt.machine import Machine
 from effpt.records import Ratio
 
 __all__ = [
@@ -59,7 +66,8 @@ class Expectation:
     ``value`` lies in ``[low, high]``, the interval the noise allows (``low == high``
     for a measurement that has no spread). The expectation is that the measured
     quantity lies ``side`` ("above" or "below") ``bound``; ``unit`` is printed after
-    the numbers ("×" for ratios).
+    the numbers ("×" for ratios). ``machine`` is the :class:`~effpt.machine.Machine` the
+    measurement ran on; in JSON, its fields.
     """
 
     statement: str
@@ -70,7 +78,7 @@ class Expectation:
     bound: float
     unit: str
     verdict: str
-    machine: str
+    machine: Machine
 
     def __post_init__(self) -> None:
         _check_text("statement", self.statement)
@@ -97,7 +105,12 @@ class Expectation:
             )
             raise ValueError(msg)
         _check_text("unit", self.unit, empty_ok=True)
-        _check_text("machine", self.machine)
+        if not isinstance(self.machine, Machine):
+            msg = (
+                f"expectation {self.statement!r}: machine must be an effpt.machine.Machine, "
+                f"got {type(self.machine).__name__}"
+            )
+            raise TypeError(msg)
 
     @property
     def measured(self) -> str:
@@ -123,8 +136,8 @@ class Expectation:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The expectation as a JSON-ready dict."""
-        return asdict(self)
+        """The expectation as a JSON-ready dict, its machine as the machine's fields."""
+        return {**asdict(self), "machine": self.machine.to_dict()}
 
 
 def _number(x: float) -> str:
@@ -215,7 +228,7 @@ def expect(
     above: float | None = None,
     below: float | None = None,
     unit: str = "×",
-    machine: str | None = None,
+    device: torch.device | str | Machine,
     show: bool = True,
 ) -> Expectation:
     """Hold a measurement against an expectation; print and record the verdict, never raise on it.
@@ -223,8 +236,11 @@ def expect(
     ``measured`` is a :class:`~effpt.records.Ratio` (its interval is used), an
     :class:`effpt.bench.Timing` (median within its quartiles), a ``(value, low, high)``
     tuple, or a plain number for a quantity without spread (a byte count, a memory
-    ratio). Give exactly one of ``above`` and ``below``. ``machine`` defaults to
-    :func:`effpt.device.describe` of the default device, which names the threads.
+    ratio). Give exactly one of ``above`` and ``below``. ``device`` is the device the
+    measured work ran on (a :class:`torch.device` or its name, e.g. ``"cpu"`` for a
+    data loader timed on a GPU page); the record names it with
+    :func:`effpt.device.this_machine`, the CPU's thread count taken at the call. A
+    :class:`~effpt.machine.Machine` is used as it is.
 
     A Timing of fewer than six repeats, or a Ratio with too few repeats for an
     interval at 95 %, gets "inconclusive".
@@ -235,23 +251,27 @@ def expect(
     Examples
     --------
     >>> from effpt.records import Ratio
-    >>> e = expect("sum beats the loop", Ratio(41.0, 38.0, 44.0), above=10, machine="cpu", show=False)
+    >>> e = expect("sum beats the loop", Ratio(41.0, 38.0, 44.0), above=10, device="cpu", show=False)
     >>> e.verdict, e.measured, e.expected
     ('holds here', '41× (38–44)', 'above 10×')
-    >>> _ = expect("copy bandwidth", (12.0, 11.0, 13.0), above=20, unit="GB/s", machine="cpu")
-    Expectation: copy bandwidth. Expected above 20 GB/s; measured 12 GB/s (11–13) on cpu: does not hold here.
-    >>> expect("same speed", Ratio(1.1, 0.9, 1.3), above=1, machine="cpu", show=False).verdict
+    >>> _ = expect("copy bandwidth", (12.0, 11.0, 13.0), above=20, unit="GB/s", device="cpu")
+    Expectation: copy bandwidth. Expected above 20 GB/s; measured 12 GB/s (11–13) on ...CPU...: does not hold here.
+    >>> expect("same speed", Ratio(1.1, 0.9, 1.3), above=1, device="cpu", show=False).verdict
     'inconclusive'
-    >>> expect("three repeats", Ratio(23.1, 23.1, 23.1, single=True), above=1, machine="cpu", show=False).measured
+    >>> expect("three repeats", Ratio(23.1, 23.1, 23.1, single=True), above=1, device="cpu", show=False).measured
     '23.1× (too few repeats)'
-    >>> expect("broken timer", 0.0, above=1, machine="cpu")
+    >>> expect("broken timer", 0.0, above=1, device="cpu")
     Traceback (most recent call last):
     ...
     ValueError: expectation 'broken timer': measured value must be a positive finite number, got 0.0 (a zero, negative, infinite or NaN measurement is a broken one)
-    >>> expect("no bound", 2.0, above="1.5", machine="cpu")
+    >>> expect("no bound", 2.0, above="1.5", device="cpu")
     Traceback (most recent call last):
     ...
     TypeError: expectation 'no bound': bound must be a number, got '1.5'
+    >>> expect("unnamed device", 2.0, above=1, device=None)
+    Traceback (most recent call last):
+    ...
+    TypeError: expectation 'unnamed device': device= must name the device the measurement ran on (a torch.device, its name or an effpt.machine.Machine), got None
     """
     _check_text("statement", statement)
     if (above is None) == (below is None):
@@ -262,8 +282,7 @@ def expect(
     value, low, high, single = _interval(statement, measured)
     for name, x in (("value", value), ("low", low), ("high", high)):
         _check_measured(statement, name, x)
-    if machine is None:
-        machine = describe()
+    machine = _machine(statement, device)
     verdict = judge(low, high, side, float(bound), single=single)
     result = Expectation(
         statement, float(value), float(low), float(high), side, float(bound), unit, verdict, machine
@@ -272,6 +291,19 @@ def expect(
         print(result)  # noqa: T201  (showing the verdict is the point)
     _save(result)
     return result
+
+
+def _machine(statement: str, device: object) -> Machine:
+    """The machine ``device`` names: a Machine as it is, else this machine's for that device."""
+    if isinstance(device, Machine):
+        return device
+    if isinstance(device, (str, torch.device)) and not isinstance(device, bool):
+        return this_machine(device)
+    msg = (
+        f"expectation {statement!r}: device= must name the device the measurement ran on "
+        f"(a torch.device, its name or an effpt.machine.Machine), got {device!r}"
+    )
+    raise TypeError(msg)
 
 
 def _save(result: Expectation) -> None:
@@ -283,6 +315,10 @@ def _save(result: Expectation) -> None:
 
 def read_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
     """The expectations recorded in a JSON-lines file; a malformed line names file and line.
+
+    A record's machine is its :class:`~effpt.machine.Machine` fields; a record written
+    before expectations stored fields has :func:`~effpt.device.describe`'s line, which
+    :meth:`~effpt.machine.Machine.read` also reads.
 
     Examples
     --------
@@ -304,6 +340,11 @@ def read_expectations(path: str | os.PathLike[str]) -> list[Expectation]:
         if missing or extra:
             msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
             raise ValueError(msg)
-        return Expectation(**data)
+        try:
+            machine = Machine.read(data["machine"])
+        except (TypeError, ValueError) as exc:
+            msg = f"field 'machine': {exc}"
+            raise type(exc)(msg) from None
+        return Expectation(**{**data, "machine": machine})
 
     return read_json_lines(path, "expectation", parse)

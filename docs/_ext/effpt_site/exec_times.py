@@ -38,8 +38,9 @@ class ExecutionTimesDirective(Directive):
                 continue
             env.note_dependency(str(cost.path))
             env.note_dependency(str(stamp_file(conf_of(app), stem)))
-            # The peak GPU memory the site's hook measured (effpt_site.hooks), on CUDA only.
-            mib = (read_stamp(conf_of(app), stem) or {}).get("gpu_peak_mib", 0.0)
+            # The peak GPU memory the site's hook measured (effpt_site.hooks), on CUDA only;
+            # none for a page that allocated no CUDA memory (it ran on the CPU).
+            mib = (read_stamp(conf_of(app), stem) or {}).get("gpu_peak_mib")
             family = Path(docname).parent.name
             rows.append((cost.seconds, mib, family, stem, docname))
             totals[family] = totals.get(family, 0.0) + cost.seconds
@@ -47,7 +48,7 @@ class ExecutionTimesDirective(Directive):
             return [
                 freeze(nodes.paragraph(text=t("No example has been executed in this build tree.")))
             ]
-        rows.sort(reverse=True)
+        rows.sort(key=lambda row: row[0], reverse=True)
         total = sum(totals.values())
         slowest = rows[0]
         lines = [
@@ -97,7 +98,9 @@ class ExecutionTimesDirective(Directive):
         for seconds, mib, _family, _stem, docname in rows:
             lines += [f"   * - :doc:`/{docname}`", f"     - {seconds:.1f} s"]
             if memory:
-                lines.append(f"     - {mib:.0f} MiB")
+                lines.append(
+                    f"     - {t('none, ran on the CPU') if mib is None else f'{mib:.0f} MiB'}"
+                )
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="times"), container)
         return freeze(container).children

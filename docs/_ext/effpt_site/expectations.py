@@ -97,7 +97,7 @@ class ExpectationsDirective(Directive):
                     f"   * - :doc:`/{row.docname}`",
                     f"     - {_escape(e.statement)}",
                     f"     - {_escape(e.expected)}",
-                    f"     - {_escape(e.measured)} ({_escape(e.machine)})",
+                    f"     - {_escape(e.measured)} ({_escape(str(e.machine))})",
                     f"     - {translate(language, e.verdict)}",
                 ]
         container = nodes.container()

@@ -50,7 +50,25 @@ RESET_STATE = (
 
 _BUILD_THREADS = torch.get_num_threads()
 _saved_filters: list[tuple[Any, ...]] = []
-_gpu_start: list[int] = []  # torch's allocated CUDA memory when the page started
+#: torch's CUDA allocator statistics when the page started (see _stamp_device_used).
+_gpu_start: dict[str, Any] = {}
+#: The allocator's count of the blocks it has handed out since the process started.
+_ALLOCATIONS = "allocation.all.allocated"
+#: torch's own reset of the peak statistics; a page's call goes through _reset_keeping_peak.
+_RESET_PEAK = torch.cuda.reset_peak_memory_stats
+
+
+def _reset_keeping_peak(device: Any = None) -> None:
+    """A page's :func:`torch.cuda.reset_peak_memory_stats`: note the peak it drops, then reset.
+
+    A page that measures one region's peak resets the statistics first (the usual
+    way); the page's own peak, which the build reads after it, must not lose what came
+    before. The build installs this in ``torch.cuda`` while a page runs.
+    """
+    dropped = torch.cuda.max_memory_allocated(device)
+    _gpu_start["dropped"] = max(_gpu_start.get("dropped", 0), dropped)
+    _RESET_PEAK(device)
+
 
 #: Deprecation warnings attributed to these modules fail an example. They are the
 #: libraries the pages teach and the page itself (torch attributes most of its warnings
@@ -126,6 +144,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         os.environ.pop(EXPECTATIONS_ENV, None)
         os.environ.pop(CLAIMS_ENV, None)
         _restore_filters(_saved_filters)
+        torch.cuda.reset_peak_memory_stats = _RESET_PEAK
         if fname is not None:
             _stamp_device_used(gallery_conf, Path(fname).stem)
         return
@@ -148,8 +167,10 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         torch._dynamo.reset()
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()  # read after the page (see _stamp_device_used)
-        _gpu_start[:] = [torch.cuda.memory_allocated()]
+        _RESET_PEAK()  # read after the page (see _stamp_device_used)
+        _gpu_start.clear()
+        _gpu_start.update(held=torch.cuda.memory_allocated(), stats=torch.cuda.memory_stats())
+        torch.cuda.reset_peak_memory_stats = _reset_keeping_peak
 
     _saved_filters[:] = [tuple(f) for f in warnings.filters]
     apply_warning_policy()
@@ -171,23 +192,52 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
         write_stamp(gallery_conf, stem, stamp)
 
 
+def page_used_cuda(before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a page allocated CUDA memory, from :func:`torch.cuda.memory_stats` around it.
+
+    The allocator counts every block it hands out (``allocation.all.allocated``, never
+    reset by :func:`torch.cuda.reset_peak_memory_stats`); the page used CUDA when the
+    count grew. The peak cannot tell: memory an earlier page left allocated (cuBLAS's
+    workspace stays from the build's first matrix product) makes every later page's
+    peak positive, a CPU-only page's too. A page that reset the counts
+    (:func:`torch.cuda.reset_accumulated_memory_stats`) used CUDA if any were counted since.
+
+    Examples
+    --------
+    >>> held = {"allocation.all.allocated": 40, "allocated_bytes.all.peak": 2**22}
+    >>> page_used_cuda(held, held)  # a CPU page on a GPU build: a peak, no allocation
+    False
+    >>> page_used_cuda(held, {**held, "allocation.all.allocated": 41})
+    True
+    >>> page_used_cuda({}, {})  # CUDA was never initialised
+    False
+    >>> page_used_cuda(held, {"allocation.all.allocated": 3})  # reset, then 3 allocations
+    True
+    """
+    start, end = before.get(_ALLOCATIONS, 0), after.get(_ALLOCATIONS, 0)
+    return end > start or (end < start and end > 0)
+
+
 def _stamp_device_used(gallery_conf: dict[str, Any], stem: str) -> None:
     """Name the device the page used in its stamp, and on CUDA its peak GPU memory.
 
-    A page that allocated no CUDA memory ran on the CPU (the DDP ranks, the data
-    loaders and the TorchScript page pin themselves there), whatever the build has: a
-    GPU build's CPU-only page says CPU. ``gpu_peak_mib`` is the most memory torch's
-    allocator held for tensors during the page beyond what it held when the page
-    started (:func:`torch.cuda.max_memory_allocated`, its peak statistics reset before
-    the page).
+    A page that allocated no CUDA memory (:func:`page_used_cuda`) ran on the CPU (the
+    DDP ranks, the data loaders and the TorchScript page pin themselves there),
+    whatever the build has: a GPU build's CPU-only page says CPU and has no GPU memory
+    figure. ``gpu_peak_mib`` is the most memory torch's allocator held for tensors
+    during the page beyond what it held when the page started
+    (:func:`torch.cuda.max_memory_allocated`, its peak statistics reset before the page),
+    or the higher peak the page itself reset away (:func:`_reset_keeping_peak`).
     """
     stamp = read_stamp(gallery_conf, stem)
     if stamp is None or not torch.cuda.is_available():
         return
-    peak = torch.cuda.max_memory_allocated()
-    used_cuda = peak > 0
+    used_cuda = page_used_cuda(_gpu_start.get("stats", {}), torch.cuda.memory_stats())
     stamp["machine"] = this_machine("cuda" if used_cuda else "cpu").to_dict()
-    stamp["gpu_peak_mib"] = max(0, peak - (_gpu_start[0] if _gpu_start else 0)) / 2**20
+    stamp.pop("gpu_peak_mib", None)
+    if used_cuda:
+        peak = max(torch.cuda.max_memory_allocated(), _gpu_start.get("dropped", 0))
+        stamp["gpu_peak_mib"] = max(0, peak - _gpu_start.get("held", 0)) / 2**20
     write_stamp(gallery_conf, stem, stamp)
 
 
