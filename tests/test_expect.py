@@ -28,7 +28,8 @@ H100 = Machine("cuda", "NVIDIA H100 80GB HBM3", None, "12.8", "2.13.0")
         ((12.0, 11.0, 13.0), {"above": 10.0}, "holds here"),
         (7.5, {"below": 8.0}, "holds here"),
         (8.5, {"below": 8.0}, "does not hold here"),
-        (Timing(per_call=(1e-3, 1.1e-3, 1.2e-3), number=1), {"below": 2e-3}, "holds here"),
+        # six repeats: the fewest whose median has an interval at 95 % (issue 34)
+        (Timing(per_call=(1e-3, 1.1e-3, 1.2e-3) * 2, number=1), {"below": 2e-3}, "holds here"),
     ],
 )
 def test_verdict_follows_the_interval(measured, kwargs, verdict):

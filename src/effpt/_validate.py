@@ -16,8 +16,10 @@ def read_json_lines(
 ) -> list[T]:
     """Each line of a JSON-lines file, decoded and given to ``parse``.
 
-    A line that is not JSON, or that ``parse`` rejects, raises ``ValueError`` naming
-    ``what`` the line should be, the file and the line number.
+    Lines end at a newline only (JSON text holds no raw newline, while U+2028, U+2029
+    and U+0085 may stand raw inside its strings). A line that is not UTF-8, not JSON,
+    nested too deeply, or that ``parse`` rejects, raises ``ValueError`` naming ``what``
+    the line should be, the file and the line number.
 
     Examples
     --------
@@ -28,15 +30,47 @@ def read_json_lines(
     Traceback (most recent call last):
     ...
     ValueError: malformed count .../page.jsonl:2: Expecting value: line 1 column 7 (char 6)
+    >>> _ = p.write_text('{"n": "a\\u2028b"}\\n', encoding="utf-8")
+    >>> read_json_lines(p, "count", lambda data: data["n"])
+    ['a\\u2028b']
     """
+    lines = Path(path).read_bytes().split(b"\n")
+    if lines[-1] == b"":  # the newline that ends the last line
+        lines.pop()
     out = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for number, raw in enumerate(lines, 1):
         try:
-            out.append(parse(json.loads(line)))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            out.append(parse(json.loads(raw.decode("utf-8"))))
+        except UnicodeDecodeError as exc:
+            msg = f"malformed {what} {path}:{number}: not UTF-8 text ({exc.reason} at byte {exc.start})"
+            raise ValueError(msg) from exc
+        except RecursionError as exc:
+            msg = f"malformed {what} {path}:{number}: nested too deeply to read"
+            raise ValueError(msg) from exc
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError, OverflowError) as exc:
             msg = f"malformed {what} {path}:{number}: {exc}"
             raise ValueError(msg) from exc
     return out
+
+
+def finite_float(name: str, value: float) -> float:
+    """``value`` as a float; an int too large for one raises ``ValueError`` naming ``name``.
+
+    Examples
+    --------
+    >>> finite_float("median_s", 2)
+    2.0
+    >>> finite_float("median_s", 10**400)
+    Traceback (most recent call last):
+    ...
+    ValueError: median_s=1000000000...0 is too large for a float
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        text = str(value) if len(str(value)) <= 24 else f"{str(value)[:10]}...{str(value)[-1:]}"
+        msg = f"{name}={text} is too large for a float"
+        raise ValueError(msg) from None
 
 
 def check_int(name: str, value: object, minimum: int) -> int:

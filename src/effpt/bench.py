@@ -7,7 +7,8 @@ block and repeats until the spread of the repeats is small or its time budget is
 spent. It reports the median and the quartiles.
 
 A speed-up is a ratio of two noisy numbers: :func:`~effpt.records.speedup` returns it
-with an interval and a verdict, "inconclusive" when the interval contains 1.
+with a 95 % confidence interval and a verdict, "inconclusive" when the interval
+contains 1.
 :func:`compare` times several variants of one task, prints them with their speed-ups
 and returns :class:`~effpt.records.Record` objects for the site's measurements page.
 The names of :mod:`effpt.records` are importable from here too.
@@ -226,13 +227,22 @@ def _warm_up(
 
 
 def _block(fn: Callable[[], Any], dev: torch.device, number: int) -> float:
-    """Seconds per call of one block of ``number`` calls between two synchronizations."""
+    """Seconds per call of one block of ``number`` calls between two synchronizations.
+
+    On a clock too coarse to see the block, it runs ``number`` more calls until the
+    clock moves, so that no repeat is ever timed at zero seconds.
+    """
     synchronize(dev)
     start = time.perf_counter()
-    for _ in range(number):
-        fn()
-    synchronize(dev)
-    return (time.perf_counter() - start) / number
+    calls = 0
+    while True:
+        for _ in range(number):
+            fn()
+        synchronize(dev)
+        calls += number
+        elapsed = time.perf_counter() - start
+        if elapsed > 0:
+            return elapsed / calls
 
 
 def _enough(
@@ -273,8 +283,9 @@ def compare(
     continue (at least :data:`MIN_REPEATS`) until every variant's spread is within
     ``target_spread`` or ``budget_s`` per variant is spent. ``repeats`` fixes the number
     of rounds instead. ``baseline`` names the variant the others are compared with
-    (default: the first). With ``repeats=1`` each variant has one sample, no spread:
-    every speed-up prints as "(one sample)" and "inconclusive".
+    (default: the first). With fewer than four repeats no interval reaches 95 %:
+    every speed-up prints as "(too few repeats)" and "inconclusive". Each record keeps
+    the seconds per call of every repeat, which its speed-ups' intervals are drawn from.
     Arguments are checked before anything runs; a variant that raises stops the
     comparison with a :class:`VariantError` naming it. Records are appended to the file
     named by ``$EFFPT_RECORDS_FILE`` when it is set (the site's build sets it).
@@ -349,6 +360,7 @@ def compare(
                 number=timing.number,
                 baseline=baseline,
                 machine=machine,
+                per_call_s=timing.per_call,
             )
         )
     if show:

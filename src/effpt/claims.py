@@ -9,10 +9,12 @@ page), records the :class:`Outcome`; the site's measurements page lists every cl
 from :data:`CLAIMS` with the outcome its page recorded. The page names the records
 itself, so nothing ties a claim to a record by its task's name.
 
-A claim is scored like for like only: a record from a device class other than the
-source's gets "not comparable", and a fast variant that was not timed here "not
-measured". A claim's device is the one its source states; a source that states none
-gives "not stated", and such a claim is scored on whatever device ran it. Otherwise the ratio's interval decides (see :meth:`Claim.judge`).
+A claim is scored like for like only: a record from any device class other than the
+source's (an MPS, XPU or meta device as much as a GPU for a CPU claim) gets "not
+comparable", and a fast variant that was not timed here "not measured". A claim's device
+is the one its source states; a source that states none gives "not stated", and such a
+claim is scored on whatever device ran it. Otherwise the ratio's 95 % confidence
+interval decides (see :meth:`Claim.judge`).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ _MEANING = {
     "yes": "the whole interval reaches the claim",
     "nearly": "the interval lies within 15 % below the claim",
     "no": "the interval lies more than 15 % below the claim",
-    "inconclusive": "the interval straddles one of those lines, or rests on one sample",
+    "inconclusive": "the interval straddles one of those lines, or too few repeats give none",
 }
 
 
@@ -94,10 +96,11 @@ class Claim:
     def judge(self, ratio: Ratio) -> str:
         """Score a like-for-like speed-up against the promised one, honest about the noise.
 
+        The interval is the ratio's 95 % confidence interval (:func:`effpt.records.speedup`).
         "yes" when the whole interval reaches the promise, "nearly" when it lies within
         15 % below it, "no" when it lies wholly below that, and "inconclusive" when it
-        straddles one of those lines (another run could land on either side) or rests
-        on one sample.
+        straddles one of those lines (another run could land on either side) or too few
+        repeats give no interval.
 
         Examples
         --------
@@ -121,8 +124,8 @@ class Claim:
     def check(self, slow: Record, fast: Record | None, *, show: bool = True) -> Outcome:
         """Hold this run's ``slow`` and ``fast`` records against the claim; print, record.
 
-        ``fast`` is None when the fast variant was not timed here. Both records must
-        come from one task and one machine. The outcome is printed unless ``show`` is
+        ``fast`` is None when the fast variant was not timed here; ``slow`` is always
+        a record. Both records must come from one task and one machine. The outcome is printed unless ``show`` is
         false, and appended to ``$EFFPT_CLAIMS_FILE`` when it is set; it never raises
         on a verdict, only on records that cannot test the claim.
 
@@ -130,31 +133,18 @@ class Claim:
         --------
         >>> from effpt.device import this_machine
         >>> cpu = this_machine("cpu")
-        >>> loop = Record("sum 500×10", "loop", 2e-3, 1e-5, 1.99e-3, 2.0e-3, 5, 10, "loop", cpu)
-        >>> one = Record("sum 500×10", "sum", 1.6e-5, 1e-7, 1.59e-5, 1.6e-5, 5, 10, "loop", cpu)
+        >>> loop = Record("sum 500×10", "loop", 2e-3, 1e-5, 1.99e-3, 2.0e-3, 5, 10, "loop", cpu,
+        ...               (1.98e-3, 1.99e-3, 2e-3, 2e-3, 2.01e-3))
+        >>> one = Record("sum 500×10", "sum", 1.6e-5, 1e-7, 1.59e-5, 1.6e-5, 5, 10, "loop", cpu,
+        ...              (1.58e-5, 1.59e-5, 1.6e-5, 1.6e-5, 1.61e-5))
         >>> out = claim("guide: torch.sum over a row loop").check(loop, one, show=False)
         >>> out.verdict, str(out.ratio)
-        ('yes', '125× (124–126)')
+        ('yes', '125× (124–127)')
         >>> claim("notebook: fused box IoU").check(loop, None, show=False).verdict
         'not measured'
         """
-        for name, record in (("slow", slow), ("fast", fast)):
-            if record is not None and not isinstance(record, Record):
-                msg = f"claim {self.key!r}: {name} must be an effpt.records.Record, got {type(record).__name__}"
-                raise TypeError(msg)
-        if fast is not None and (fast.task, fast.machine) != (slow.task, slow.machine):
-            msg = (
-                f"claim {self.key!r}: the two records must time one task on one machine, got "
-                f"{slow.task!r} on {slow.machine} and {fast.task!r} on {fast.machine}"
-            )
-            raise ValueError(msg)
-        if fast is None:
-            verdict = "not measured"
-        elif self.device != NOT_STATED and _device_class(slow.machine.kind) != self.device:
-            verdict = "not comparable"
-        else:
-            verdict = self.judge(speedup(slow, fast))
-        outcome = Outcome(self.key, verdict, slow, fast)
+        _check_records(self.key, slow, fast)
+        outcome = Outcome(self.key, self._verdict(slow, fast), slow, fast)
         if show:
             print(f"{self}\n  {outcome}")  # noqa: T201  (showing the verdict is the point)
         path = os.environ.get(CLAIMS_ENV)
@@ -163,15 +153,40 @@ class Claim:
                 f.write(json.dumps(outcome.to_dict(), ensure_ascii=False) + "\n")
         return outcome
 
+    def _verdict(self, slow: Record, fast: Record | None) -> str:
+        """The verdict :meth:`check` gives two checked records."""
+        if fast is None:
+            return "not measured"
+        if self.device != NOT_STATED and slow.machine.kind != self.device:
+            return "not comparable"  # xpu, mps, meta ...: never scored as a CPU
+        return self.judge(speedup(slow, fast))
 
-def _device_class(kind: str) -> str:
-    """The class a claim compares on: "cuda", "mps", or "cpu" for any other device."""
-    return kind if kind in ("cuda", "mps") else "cpu"
+
+def _check_records(key: str, slow: object, fast: object) -> None:
+    """Raise unless ``slow`` is a Record and ``fast`` one of the same task and machine, or None."""
+    for name, record in (("slow", slow), ("fast", fast)):
+        if not isinstance(record, Record) and not (name == "fast" and record is None):
+            what = "an effpt.records.Record" + (" or None" if name == "fast" else "")
+            msg = f"claim {key!r}: {name} must be {what}, got {type(record).__name__}"
+            raise TypeError(msg)
+    if fast is not None and (fast.task, fast.machine) != (slow.task, slow.machine):
+        msg = (
+            f"claim {key!r}: the two records must time one task on one machine, got "
+            f"{slow.task!r} on {slow.machine} and {fast.task!r} on {fast.machine}"
+        )
+        raise ValueError(msg)
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a run made of a claim: the verdict and the records that gave it."""
+    """What a run made of a claim: the verdict and the records that gave it.
+
+    Only an outcome :meth:`Claim.check` could have written is accepted: "not measured"
+    exactly when ``fast`` is None, "not comparable" exactly when the records come
+    from another device class than the source's, and otherwise the verdict
+    :meth:`Claim.judge` gives the records (any of its four for records written before
+    records kept their repeats, whose interval cannot be drawn again).
+    """
 
     key: str
     verdict: str
@@ -179,9 +194,20 @@ class Outcome:
     fast: Record | None
 
     def __post_init__(self) -> None:
-        claim(self.key)  # an unknown key fails here, naming the known ones
+        c = claim(self.key)  # an unknown key fails here, naming the known ones
         if self.verdict not in VERDICTS:
             msg = f"claim {self.key!r}: verdict must be one of {VERDICTS}, got {self.verdict!r}"
+            raise ValueError(msg)
+        _check_records(self.key, self.slow, self.fast)
+        expected = c._verdict(self.slow, self.fast)
+        old = self.fast is not None and not (self.slow.per_call_s and self.fast.per_call_s)
+        if old and expected in _MEANING:
+            expected = self.verdict if self.verdict in _MEANING else expected
+        if self.verdict != expected:
+            msg = (
+                f"claim {self.key!r}: verdict {self.verdict!r} is not what its records give "
+                f"({expected!r})"
+            )
             raise ValueError(msg)
 
     @property

@@ -344,11 +344,12 @@ def launch(
     if start_method is not None and start_method not in _START_METHODS:
         msg = f"start_method must be None or one of {_START_METHODS}, got {start_method!r}"
         raise ValueError(msg)
+    args = tuple(args)  # once: an iterator would be empty on a retry
     context = multiprocessing.get_context(start_method)
     _check_importable(fn, context.get_start_method())
     for attempt in range(1, attempts + 1):
         try:
-            return _launch_once(fn, tuple(args), world_size, timeout_s, context, free_port())
+            return _launch_once(fn, args, world_size, timeout_s, context, free_port())
         except _PortTakenError:
             if attempt == attempts:
                 raise

@@ -9,7 +9,15 @@ bound, prints the verdict and records it for the site's measurements page:
 
 * **holds here**: the whole interval lies on the expected side of the bound;
 * **does not hold here**: the whole interval lies on the other side;
-* **inconclusive**: the interval straddles the bound, or it rests on one sample.
+* **inconclusive**: the interval straddles the bound, or too few repeats give none.
+
+The interval is a 95 % confidence interval (:data:`effpt.records.LEVEL`): for a
+:class:`~effpt.records.Ratio` the one :func:`~effpt.records.speedup` gives (a ratio
+of two ratios holds at 90 %), for an :class:`effpt.bench.Timing` the interval of its
+median from the order statistics of its repeats (at least six are needed). So when
+the truth sits on the bound, a verdict other than "inconclusive" comes out at most
+one time in twenty (one in ten for a ratio of ratios). A ``(value, low, high)`` tuple
+is the page's own interval, taken as given.
 
 The caller names the device the measurement ran on (``device=``, required): a page
 whose tensors live on a GPU may time work that runs on the CPU (a data loader, a file
@@ -30,7 +38,8 @@ from typing import Any
 
 import torch
 
-from effpt._validate import read_json_lines
+from effpt._stats import median_interval
+from effpt._validate import finite_float, read_json_lines
 from effpt.device import this_machine
 from effpt.machine import Machine
 from effpt.records import Ratio
@@ -88,6 +97,13 @@ class Expectation:
         if self.verdict not in VERDICTS:
             msg = f"expectation {self.statement!r}: verdict must be one of {VERDICTS}, got {self.verdict!r}"
             raise ValueError(msg)
+        judged = judge(self.low, self.high, self.side, self.bound)
+        if self.verdict not in (judged, "inconclusive"):  # too few repeats make any inconclusive
+            msg = (
+                f"expectation {self.statement!r}: verdict {self.verdict!r} contradicts its "
+                f"interval {self.low!r}–{self.high!r} {self.side} {self.bound!r}, which gives {judged!r}"
+            )
+            raise ValueError(msg)
         _check_text("unit", self.unit, empty_ok=True)
         if not isinstance(self.machine, Machine):
             msg = (
@@ -102,7 +118,8 @@ class Expectation:
         value = f"{_number(self.value)}{self.unit if self.unit == '×' else ' ' + self.unit}"
         value = value.rstrip()  # a unitless quantity has no trailing space
         if self.low == self.high:  # a quantity without spread: no interval to show
-            return value
+            # ... unless it is inconclusive, which a point is only for want of repeats
+            return f"{value} (too few repeats)" if self.verdict == "inconclusive" else value
         if self.unit == "×":
             return str(Ratio(self.value, self.low, self.high))
         return f"{value} ({_number(self.low)}–{_number(self.high)})"
@@ -139,6 +156,7 @@ def _check_measured(statement: str, name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         msg = f"expectation {statement!r}: measured {name} must be a number, got {value!r}"
         raise TypeError(msg)
+    value = finite_float(f"expectation {statement!r}: measured {name}", value)
     if not (math.isfinite(value) and value > 0):
         msg = (
             f"expectation {statement!r}: measured {name} must be a positive finite number, "
@@ -151,21 +169,35 @@ def _check_bound(statement: str, bound: object) -> None:
     if isinstance(bound, bool) or not isinstance(bound, (int, float)):
         msg = f"expectation {statement!r}: bound must be a number, got {bound!r}"
         raise TypeError(msg)
+    bound = finite_float(f"expectation {statement!r}: bound", bound)
     if not (math.isfinite(bound) and bound > 0):
         msg = f"expectation {statement!r}: bound must be a positive finite number, got {bound!r}"
         raise ValueError(msg)
 
 
-def _interval(statement: str, measured: object) -> tuple[float, float, float]:
-    """(value, low, high) of a Ratio, a Timing, a (value, low, high) tuple or a number."""
+def _interval(statement: str, measured: object) -> tuple[float, float, float, bool]:
+    """(value, low, high, no interval) of a Ratio, a Timing, a (value, low, high) tuple or a number.
+
+    The last is True where too few repeats give no interval at 95 %.
+    """
     if isinstance(measured, Ratio):
-        return measured.value, measured.low, measured.high
-    if all(hasattr(measured, a) for a in ("median", "q1", "q3")):  # an effpt.bench.Timing
-        return float(measured.median), float(measured.q1), float(measured.q3)
+        return measured.value, measured.low, measured.high, measured.single
+    per_call = getattr(measured, "per_call", None)
+    if per_call is not None:  # an effpt.bench.Timing
+        if len(per_call) == 0:
+            msg = (
+                f"expectation {statement!r}: the Timing measured has no repeats (per_call is empty)"
+            )
+            raise ValueError(msg)
+        value = float(measured.median)
+        interval = median_interval(per_call)
+        if interval is None:
+            return value, value, value, True
+        return value, min(interval[0], value), max(interval[1], value), False
     if isinstance(measured, tuple) and len(measured) == 3:
-        return measured
+        return (*measured, False)
     if isinstance(measured, (int, float)) and not isinstance(measured, bool):
-        return measured, measured, measured
+        return measured, measured, measured, False
     msg = (
         f"expectation {statement!r}: measured must be a Ratio, a Timing, a number or a "
         f"(value, low, high) tuple, got {type(measured).__name__}"
@@ -210,7 +242,8 @@ def expect(
     :func:`effpt.device.this_machine`, the CPU's thread count taken at the call. A
     :class:`~effpt.machine.Machine` is used as it is.
 
-    A Timing or Ratio built from a single sample has no spread and gets "inconclusive".
+    A Timing of fewer than six repeats, or a Ratio with too few repeats for an
+    interval at 95 %, gets "inconclusive".
     A broken measurement (zero, negative, infinite, NaN) or a bound that is not a
     positive number raises an error naming the statement and the value: those are
     bugs in the page, not facts about the machine.
@@ -225,6 +258,8 @@ def expect(
     Expectation: copy bandwidth. Expected above 20 GB/s; measured 12 GB/s (11–13) on ...CPU...: does not hold here.
     >>> expect("same speed", Ratio(1.1, 0.9, 1.3), above=1, device="cpu", show=False).verdict
     'inconclusive'
+    >>> expect("three repeats", Ratio(23.1, 23.1, 23.1, single=True), above=1, device="cpu", show=False).measured
+    '23.1× (too few repeats)'
     >>> expect("broken timer", 0.0, above=1, device="cpu")
     Traceback (most recent call last):
     ...
@@ -244,11 +279,9 @@ def expect(
         raise TypeError(msg)
     side, bound = ("above", above) if above is not None else ("below", below)
     _check_bound(statement, bound)
-    value, low, high = _interval(statement, measured)
+    value, low, high, single = _interval(statement, measured)
     for name, x in (("value", value), ("low", low), ("high", high)):
         _check_measured(statement, name, x)
-    single = getattr(measured, "single", False) is True  # a Ratio from one sample
-    single = single or len(getattr(measured, "per_call", (0, 0))) < 2
     machine = _machine(statement, device)
     verdict = judge(low, high, side, float(bound), single=single)
     result = Expectation(

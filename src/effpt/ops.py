@@ -17,6 +17,8 @@ import math
 
 import torch
 
+from effpt._validate import finite_float
+
 __all__ = ["batch_gather", "box_iou", "uniformity_loss"]
 
 
@@ -181,6 +183,7 @@ def box_iou(boxes1: torch.Tensor, boxes2: torch.Tensor, *, eps: float = 0.0) -> 
     if isinstance(eps, bool) or not isinstance(eps, (int, float)):
         msg = f"eps must be a real number, got {type(eps).__name__}"
         raise TypeError(msg)
+    eps = finite_float("eps", eps)  # an int too large for a float is named, not an OverflowError
     if not (math.isfinite(eps) and eps >= 0):
         msg = f"eps must be a finite number >= 0, got {eps!r}"
         raise ValueError(msg)
@@ -248,6 +251,7 @@ def uniformity_loss(x: torch.Tensor, t: float = 2.0) -> torch.Tensor:
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         msg = f"t must be a real number, got {type(t).__name__}"
         raise TypeError(msg)
+    t = finite_float("t", t)
     if not 0 < t < math.inf:
         msg = f"t must be positive and finite, got {t!r}"
         raise ValueError(msg)

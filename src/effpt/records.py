@@ -2,9 +2,15 @@
 
 A :class:`Record` is one timed variant of one task, as :func:`effpt.bench.compare`
 returns it and as the site's measurements page lists it. :func:`speedup` turns two
-timings into a :class:`Ratio` that carries the interval the noise allows and a verdict,
-so that a comparison whose spreads overlap is reported as "inconclusive", never as a
-win or a loss.
+timings into a :class:`Ratio` that carries a 95 % confidence interval (:data:`LEVEL`)
+and a verdict, so that a comparison the noise could have produced is reported as
+"inconclusive", never as a win or a loss.
+
+The interval is distribution-free: it comes from the ranks of every ratio of a slow
+repeat to a fast one (the Mann-Whitney interval of a shift in the logarithm of the
+times), so when two variants run equally fast a verdict other than "inconclusive"
+comes out in at most 5 % of comparisons, whatever the shape of the noise. Fewer than
+four repeats a side cannot reach 95 % at all: their ratio prints "(too few repeats)".
 """
 
 from __future__ import annotations
@@ -17,10 +23,13 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from effpt._validate import read_json_lines
+from effpt import _stats
+from effpt._stats import ratio_interval
+from effpt._validate import finite_float, read_json_lines
 from effpt.machine import Machine
 
 __all__ = [
+    "LEVEL",
     "RECORDS_ENV",
     "Ratio",
     "Record",
@@ -31,6 +40,8 @@ __all__ = [
     "speedup",
 ]
 
+#: The confidence level of the interval behind every verdict (speed-ups, expectations, claims).
+LEVEL = _stats.LEVEL
 #: Names the JSON-lines file that :func:`save_records` appends to (the site's build sets it).
 RECORDS_ENV = "EFFPT_RECORDS_FILE"
 
@@ -40,6 +51,9 @@ class Record:
     """One measured variant of one task: median and quartiles of seconds per call.
 
     ``machine`` is the :class:`effpt.machine.Machine` it ran on; in JSON, its fields.
+    ``per_call_s`` holds the seconds per call of every repeat, which the confidence
+    interval of a speed-up needs; a record written before records kept them has none,
+    and its speed-ups print "(too few repeats)".
     """
 
     task: str
@@ -52,15 +66,21 @@ class Record:
     number: int
     baseline: str
     machine: Machine
+    per_call_s: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.machine, Machine):
             msg = f"machine must be an effpt.machine.Machine, got {type(self.machine).__name__}"
             raise TypeError(msg)
+        object.__setattr__(self, "per_call_s", tuple(self.per_call_s))
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict, its machine as the machine's fields."""
-        return {**asdict(self), "machine": self.machine.to_dict()}
+        return {
+            **asdict(self),
+            "machine": self.machine.to_dict(),
+            "per_call_s": list(self.per_call_s),
+        }
 
     @classmethod
     def from_dict(cls, data: object) -> Record:
@@ -70,15 +90,16 @@ class Record:
 
 @dataclass(frozen=True)
 class Ratio:
-    """How many times faster the fast variant ran, with the interval the noise allows.
+    """How many times faster the fast variant ran, with its confidence interval.
 
-    ``value`` is the ratio of the medians; ``low`` divides the slow variant's first
-    quartile by the fast one's third, ``high`` the other way round. When the interval
-    contains 1 the two cannot be told apart on this evidence: "inconclusive".
-    ``single`` is True when a side rests on one sample: its quartiles are its median,
-    so the interval has no width that means anything, and the verdict is
-    "inconclusive" whatever the value (as it is for an interval without a finite,
-    positive bound). :func:`effpt.expect.expect` reads ``single`` too.
+    ``value`` is the ratio of the medians; ``low`` and ``high`` bound the interval
+    that covers the true speed-up with probability ``level`` (see :func:`speedup`).
+    When the interval contains 1 the two cannot be told apart on this evidence:
+    "inconclusive". ``single`` is True when no interval reaches ``level``: a side has
+    too few repeats (one, or fewer than four against four), or a record kept no
+    repeats; the verdict is then "inconclusive" whatever the value (as it is for an
+    interval without a finite, positive bound). :func:`effpt.expect.expect` reads
+    ``single`` too.
 
     Examples
     --------
@@ -95,9 +116,11 @@ class Ratio:
     ('0.5× (0.2–1.1)', '1.6× (1.2–2.4)')
     >>> str(Ratio(1.69, 1.01, 2.02))  # faster: the low bound is not rounded down to 1.0
     '1.7× (1.01–2.0)'
-    >>> r = Ratio(1.8, 1.8, 1.8, single=True)  # e.g. compare(..., repeats=1)
+    >>> r = Ratio(1.8, 1.8, 1.8, single=True)  # e.g. compare(..., repeats=3)
     >>> str(r), r.verdict
-    ('1.8× (one sample)', 'inconclusive')
+    ('1.8× (too few repeats)', 'inconclusive')
+    >>> str(Ratio(0.96, 0.5, 0.97))  # the value never prints outside its interval
+    '0.96× (0.50–0.97)'
 
     """
 
@@ -105,6 +128,7 @@ class Ratio:
     low: float
     high: float
     single: bool = False
+    level: float = LEVEL
 
     @property
     def verdict(self) -> str:
@@ -155,12 +179,14 @@ class Ratio:
         """How many times larger this ratio is than ``other``, with the widest interval.
 
         The low bound divides this low bound by the other's high one, and the high bound
-        the other way round, so the result is never more certain than its parts.
+        the other way round. The result holds whenever both intervals hold, so its
+        ``level`` is what is left after both parts' chances of missing (0.95 and 0.95
+        give 0.90): never more certain than its parts.
 
         Examples
         --------
         >>> Ratio(4.0, 3.0, 5.0) / Ratio(2.0, 1.5, 2.5)
-        Ratio(value=2.0, low=1.2, high=3.3333333333333335, single=False)
+        Ratio(value=2.0, low=1.2, high=3.3333333333333335, single=False, level=0.9)
         >>> Ratio(4.0, 3.0, 5.0) / 2
         Traceback (most recent call last):
         ...
@@ -174,38 +200,53 @@ class Ratio:
             self.low / other.high,
             self.high / other.low,
             single=self.single or other.single,
+            level=round(max(0.0, self.level + other.level - 1), 12),
         )
 
     def __str__(self) -> str:
         if not all(math.isfinite(v) for v in (self.value, self.low, self.high)):
             return "n/a"
+        if self.value <= 0:  # no logarithm to size the decimals with: show it as it is
+            return f"{self.value:g}× ({self.low:g}–{self.high:g})"
         if self.single:
-            return f"{self.value:.{max(1, 1 - math.floor(math.log10(self.value)))}f}× (one sample)"
+            decimals = max(1, 1 - math.floor(math.log10(self.value)))
+            return f"{self.value:.{decimals}f}× (too few repeats)"
         d = self.decimals()
-        return f"{self.value:.{d}f}× ({self._bound(self.low, d)}–{self._bound(self.high, d)})"
+        low, high = self._bound(self.low, d), self._bound(self.high, d)
+        shown = d
+        while shown < 17 and not float(low) <= round(self.value, shown) <= float(high):
+            shown += 1  # rounding must not carry the value outside its printed interval
+        return f"{self.value:.{shown}f}× ({low}–{high})"
 
 
-def _quartiles_of(x: Any) -> tuple[float, float, float, int | None]:
-    """(q1, median, q3, samples) of a Record or of anything with ``q1``, ``median``, ``q3``.
+def _samples_of(x: Any) -> tuple[float, tuple[float, ...]]:
+    """(median, per-call seconds of every repeat) of a Record or a Timing.
 
-    ``samples`` is the number of repeats behind them, or None where unknown.
+    The repeats are empty for a record that did not keep them.
     """
     if isinstance(x, Record):
-        return x.q1_s, x.median_s, x.q3_s, x.repeats
+        return x.median_s, x.per_call_s
     try:
-        quartiles = float(x.q1), float(x.median), float(x.q3)
+        per_call = tuple(float(v) for v in x.per_call)
     except AttributeError:
         msg = f"expected a Timing or a Record, got {type(x).__name__}"
         raise TypeError(msg) from None
-    per_call = getattr(x, "per_call", None)
-    return (*quartiles, None if per_call is None else len(per_call))
+    if not per_call:
+        msg = f"a {type(x).__name__} with no repeats has no speed-up (per_call is empty)"
+        raise ValueError(msg)
+    return float(x.median), per_call
 
 
 def speedup(slow: Any, fast: Any) -> Ratio:
     """How many times faster ``fast`` ran than ``slow``: a :class:`Ratio` with its interval.
 
-    Each argument is an :class:`effpt.bench.Timing` or a :class:`Record`. If either
-    rests on a single sample, the Ratio is ``single`` and its verdict "inconclusive".
+    Each argument is an :class:`effpt.bench.Timing` or a :class:`Record`. The value is
+    the ratio of the medians. The interval is the 95 % (:data:`~effpt.records.LEVEL`) confidence
+    interval of the speed-up from the ranks of all ratios of a slow repeat to a fast
+    one, widened if need be to hold the value: it assumes nothing about how the times
+    are distributed. Where no interval reaches 95 % (fewer than four repeats a side,
+    or a record without its repeats) the Ratio is ``single`` and its verdict
+    "inconclusive".
 
     Examples
     --------
@@ -214,20 +255,25 @@ def speedup(slow: Any, fast: Any) -> Ratio:
     >>> fast = Timing(per_call=(4.0, 5.0, 5.0, 5.0, 6.0), number=1)
     >>> r = speedup(slow, fast)
     >>> r.value, r.low, r.high, r.verdict
-    (2.0, 2.0, 2.0, 'faster')
+    (2.0, 1.6666666666666667, 2.5, 'faster')
     >>> speedup(fast, fast).verdict
     'inconclusive'
+    >>> speedup(Timing((9.0, 10.0, 11.0), 1), Timing((4.0, 5.0, 6.0), 1)).single
+    True
     >>> speedup(slow, "fast")
     Traceback (most recent call last):
     ...
     TypeError: expected a Timing or a Record, got str
     """
-    s_q1, s_med, s_q3, s_n = _quartiles_of(slow)
-    f_q1, f_med, f_q3, f_n = _quartiles_of(fast)
-    single = any(n is not None and n < 2 for n in (s_n, f_n))
-    if min(s_q1, s_med, s_q3, f_q1, f_med, f_q3) <= 0:  # a zero time has no ratio
-        return Ratio(math.nan, math.nan, math.nan, single=single)
-    return Ratio(s_med / f_med, s_q1 / f_q3, s_q3 / f_q1, single=single)
+    s_med, s_all = _samples_of(slow)
+    f_med, f_all = _samples_of(fast)
+    if min(s_med, f_med, *s_all, *f_all) <= 0:  # a zero time has no ratio
+        return Ratio(math.nan, math.nan, math.nan, single=True)
+    value = s_med / f_med
+    interval = ratio_interval(s_all, f_all) if s_all and f_all else None
+    if interval is None:
+        return Ratio(value, value, value, single=True)
+    return Ratio(value, min(interval[0], value), max(interval[1], value))
 
 
 _UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
@@ -274,15 +320,18 @@ def format_table(records: Sequence[Record]) -> str:
     --------
     >>> from effpt.device import this_machine
     >>> cpu = this_machine("cpu")
-    >>> rows = [Record("t", "slow", 2e-3, 1e-4, 1.95e-3, 2.05e-3, 5, 1, "slow", cpu),
-    ...         Record("t", "fast", 5e-4, 2e-5, 4.9e-4, 5.1e-4, 5, 1, "slow", cpu),
-    ...         Record("t", "same", 2e-3, 4e-4, 1.8e-3, 2.2e-3, 5, 1, "slow", cpu),
+    >>> def row(variant, seconds):  # five repeats: (min, q1, median, q3, max)
+    ...     q1, med, q3 = seconds[1:4]
+    ...     return Record("t", variant, med, q3 - q1, q1, q3, 5, 1, "slow", cpu, seconds)
+    >>> rows = [row("slow", (1.9e-3, 1.95e-3, 2e-3, 2.05e-3, 2.1e-3)),
+    ...         row("fast", (4.8e-4, 4.9e-4, 5e-4, 5.1e-4, 5.2e-4)),
+    ...         row("same", (1.6e-3, 1.8e-3, 2e-3, 2.2e-3, 2.4e-3)),
     ...         Record("t", "broken", 0.0, 0.0, 0.0, 0.0, 5, 1, "slow", cpu)]
     >>> print(format_table(rows))
     t              median       IQR  speed-up over slow
     slow          2.00 ms    100 µs  (baseline)
-    fast           500 µs   20.0 µs  4.0× (3.8–4.2) faster
-    same          2.00 ms    400 µs  1.0× (0.9–1.1) inconclusive
+    fast           500 µs   20.0 µs  4.0× (3.8–4.3) faster
+    same          2.00 ms    400 µs  1.0× (0.8–1.2) inconclusive
     broken            0 s       0 s  n/a (median is 0)
     """
     if not records:
@@ -323,7 +372,9 @@ def _checked_record(data: object) -> Record:
         msg = f"a record must be a JSON object, got {type(data).__name__}"
         raise TypeError(msg)
     kinds = {f.name: f.type for f in fields(Record)}
-    missing, extra = sorted(kinds.keys() - data.keys()), sorted(data.keys() - kinds.keys())
+    optional = {"per_call_s"}  # records written before they kept their repeats lack it
+    missing = sorted(kinds.keys() - optional - data.keys())
+    extra = sorted(data.keys() - kinds.keys())
     if missing or extra:
         msg = f"missing fields {missing}" if missing else f"unknown fields {extra}"
         raise ValueError(msg)
@@ -333,20 +384,51 @@ def _checked_record(data: object) -> Record:
         msg = f"field 'machine': {exc}"
         raise type(exc)(msg) from None
     for name, kind in kinds.items():
-        if name == "machine":
+        if name in ("machine", "per_call_s"):
             continue
         wanted = (int, float) if kind == "float" else {"int": int, "str": str}[kind]
         if not isinstance(data[name], wanted) or isinstance(data[name], bool):
             msg = f"field {name!r} is {type(data[name]).__name__}, not {kind}"
             raise TypeError(msg)
+    values = {
+        name: finite_float(name, data[name]) for name in ("median_s", "q1_s", "q3_s", "iqr_s")
+    }
     for name in ("median_s", "q1_s", "q3_s"):
-        if not (math.isfinite(data[name]) and data[name] > 0):
+        if not (math.isfinite(values[name]) and values[name] > 0):
             msg = f"{name}={data[name]!r} is not a positive number"
             raise ValueError(msg)
-    if not data["q1_s"] <= data["median_s"] <= data["q3_s"]:
+    if not (math.isfinite(values["iqr_s"]) and values["iqr_s"] >= 0):
+        msg = f"iqr_s={data['iqr_s']!r} is negative or not a number"
+        raise ValueError(msg)
+    if not values["q1_s"] <= values["median_s"] <= values["q3_s"]:
         msg = "quartiles out of order: expected q1_s <= median_s <= q3_s"
         raise ValueError(msg)
-    return Record(**{**data, "machine": machine})
+    for name in ("repeats", "number"):
+        if data[name] < 1:
+            msg = f"{name}={data[name]!r} is not a count of at least 1"
+            raise ValueError(msg)
+    per_call = _checked_repeats(data.get("per_call_s", []), data["repeats"])
+    return Record(**{**data, "machine": machine, "per_call_s": per_call})
+
+
+def _checked_repeats(per_call: object, repeats: int) -> tuple[float, ...]:
+    """The per-call seconds of a record's repeats: positive numbers, one per repeat (or none)."""
+    if not isinstance(per_call, list):
+        msg = f"field 'per_call_s' is {type(per_call).__name__}, not a list of seconds"
+        raise TypeError(msg)
+    if per_call and len(per_call) != repeats:
+        msg = f"field 'per_call_s' holds {len(per_call)} values for repeats={repeats}"
+        raise ValueError(msg)
+    out = []
+    for value in per_call:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            msg = f"field 'per_call_s' holds {value!r}, not a number"
+            raise TypeError(msg)
+        if not (math.isfinite(finite_float("per_call_s", value)) and value > 0):
+            msg = f"field 'per_call_s' holds {value!r}, not a positive number"
+            raise ValueError(msg)
+        out.append(float(value))
+    return tuple(out)
 
 
 def read_records(path: str | os.PathLike[str]) -> list[Record]:

@@ -104,7 +104,7 @@ def backward_graph(
         the tensor its ``AccumulateGrad`` node holds; a computed tensor labels the
         operation that produced it (its ``grad_fn``). Outputs of one operation (the
         parts of a ``chunk``) share its node, which then shows all their names joined
-        by ", ". A name whose tensor is not in the graph (cut off by ``detach``, say) is
+        by ", "; so does a leaf given several names. A name whose tensor is not in the graph (cut off by ``detach``, say) is
         not drawn.
 
     Returns
@@ -138,7 +138,10 @@ def backward_graph(
         msg = "tensor does not require grad, so autograd recorded no graph behind it"
         raise ValueError(msg)
     labels = _check_names(names)
-    leaf_names = {id(t): n for n, t in labels.items() if t.grad_fn is None}
+    leaf_names: dict[int, str] = {}
+    for n, t in labels.items():
+        if t.grad_fn is None:  # a leaf given several names shows them all
+            leaf_names[id(t)] = f"{leaf_names[id(t)]}, {n}" if id(t) in leaf_names else n
     # Until torch 2.15 the Python object of a backward node exists only while something
     # refers to it: ``t.grad_fn`` makes a new one after the last was freed, possibly at an
     # address (``id``) that another node's object had. Holding every object we look at for

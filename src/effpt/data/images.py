@@ -132,6 +132,16 @@ def _is_image_file(path: Path) -> bool:
     return False
 
 
+def _is_class_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder (through links); a link to nothing raises, naming it."""
+    if path.is_dir():
+        return True
+    if path.is_symlink() and not path.exists():
+        msg = f"class folder '{path}' is a link to '{path.readlink()}', which does not exist"
+        raise FileNotFoundError(msg)
+    return False
+
+
 class ImageFolder(Dataset):
     """Map-style dataset over ``root/<class>/<image>``: one file per item.
 
@@ -144,7 +154,8 @@ class ImageFolder(Dataset):
     an exception from ``transform`` a
     :class:`~effpt.data.TransformError`; both name the file. An image file that is a
     symbolic link to nothing raises :class:`FileNotFoundError` naming the link and
-    its target when the dataset is built, instead of being left out.
+    its target when the dataset is built, instead of being left out; so does a class
+    folder that is such a link, which would otherwise shift every later class's label.
 
     Examples
     --------
@@ -172,7 +183,9 @@ class ImageFolder(Dataset):
         if transform is not None and not callable(transform):
             msg = f"transform must be callable or None, got {type(transform).__name__}"
             raise TypeError(msg)
-        self.classes = sorted(p.name for p in root.iterdir() if p.is_dir())
+        # A class folder that is a link to nothing raises: dropping it would give every
+        # later class another label.
+        self.classes = sorted(p.name for p in root.iterdir() if _is_class_folder(p))
         self.samples = [
             (str(path), label)
             for label, name in enumerate(self.classes)

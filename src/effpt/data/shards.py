@@ -140,9 +140,13 @@ class ShardStream(IterableDataset):
             if Path(shard).is_dir():
                 msg = f"shard '{shard}' is a directory, not a tar file"
                 raise IsADirectoryError(msg)
-            if not Path(shard).is_file():
+            if not Path(shard).exists():
                 msg = f"shard '{shard}' does not exist"
                 raise FileNotFoundError(msg)
+            if not Path(shard).is_file():  # a FIFO, a device such as /dev/null, a socket
+                kind = _file_kind(Path(shard).stat().st_mode)
+                msg = f"shard '{shard}' is {kind}, not a regular tar file"
+                raise ValueError(msg)
             stat = Path(shard).stat()
             first = self.shards[seen.setdefault((stat.st_dev, stat.st_ino), k)]
             if seen[stat.st_dev, stat.st_ino] != k:
@@ -283,6 +287,19 @@ class ShardStream(IterableDataset):
         with log.open("a", encoding="utf-8") as file:  # one write per line: whole lines
             file.write(json.dumps(record._asdict()) + "\n")
         return record
+
+
+def _file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in words."""
+    import stat  # noqa: PLC0415  (only needed for this message)
+
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _remove_in(pid: int, path: str) -> None:

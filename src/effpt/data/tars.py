@@ -23,6 +23,34 @@ from effpt._validate import check_int
 from effpt.data.errors import CorruptItemError
 
 BLOCK = tarfile.BLOCKSIZE  # 512 bytes
+#: Largest extended header (pax, GNU long name or long link) :func:`iter_members` reads.
+MAX_EXTENDED_HEADER = 1 << 20
+_EXTENDED = frozenset(
+    {
+        tarfile.XHDTYPE,
+        tarfile.XGLTYPE,
+        tarfile.SOLARIS_XHDTYPE,
+        tarfile.GNUTYPE_LONGNAME,
+        tarfile.GNUTYPE_LONGLINK,
+    }
+)
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A TarInfo that refuses an extended header larger than MAX_EXTENDED_HEADER.
+
+    tarfile reads an extended header's whole declared size into memory before it parses
+    it; a damaged or hostile size (2**40) would make it read the rest of the shard.
+    """
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        if self.type in _EXTENDED and self.size > MAX_EXTENDED_HEADER:
+            msg = (
+                f"an extended header at byte {self.offset} declares {self.size} bytes, "
+                f"more than the {MAX_EXTENDED_HEADER} an extended header may hold"
+            )
+            raise tarfile.ReadError(msg)
+        return super()._proc_member(tarfile_)
 
 
 def write_tar_shards(
@@ -152,7 +180,9 @@ def iter_members(
     every reader (skipping it would otherwise read on for as long as the size says),
     and a shard that holds no member at all (a file of zero bytes, or only an
     end-of-archive marker: :func:`write_tar_shards` never writes one, so it is a
-    copy that failed or a file allocated and never written).
+    copy that failed or a file allocated and never written). An extended header (pax,
+    GNU long name) that declares more than 1 MiB (``MAX_EXTENDED_HEADER``) is refused
+    before tarfile reads it, so a damaged size cannot make it read the shard into memory.
 
     Examples
     --------
@@ -184,7 +214,8 @@ def iter_members(
     with Path(shard).open("rb") as raw:
         size = os.fstat(raw.fileno()).st_size
         try:
-            with tarfile.open(fileobj=raw, mode="r|") as tar:  # "r|": a stream, no seeking
+            # "r|": a stream, no seeking; extended headers bounded before tarfile reads them
+            with tarfile.open(fileobj=raw, mode="r|", tarinfo=_BoundedTarInfo) as tar:
                 members = iter(tar)
                 while True:
                     stage = "header"
