@@ -126,7 +126,10 @@ def test_a_claim_whose_source_names_no_device_says_so_and_is_scored_here(capsys)
     """The guide's TorchScript claim names no device: "not stated", scored on this run's."""
     c = claims.claim("guide: TorchScript batch gather")
     assert c.device == "not stated"
-    slow, fast = record("python loop", 1e-2), record("TorchScript loop", 0.89e-2)
+    slow, fast = (
+        record("python loop", 1e-2),
+        record("TorchScript loop", 0.8e-2),
+    )  # 1.25×: clear of the claim at 95 %
     outcome = c.check(slow, fast)
     assert outcome.verdict == "yes"
     out = capsys.readouterr().out
@@ -134,5 +137,5 @@ def test_a_claim_whose_source_names_no_device_says_so_and_is_scored_here(capsys)
         "The Effective PyTorch guide, device not stated: A TorchScript loop is about 10 %"
     )
     assert "on a GPU" not in out
-    fast = record("TorchScript loop", 0.89e-2, H100)
+    fast = record("TorchScript loop", 0.8e-2, H100)
     assert c.check(record("python loop", 1e-2, H100), fast, show=False).verdict == "yes"
