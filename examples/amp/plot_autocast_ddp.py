@@ -29,7 +29,7 @@ shares of the data with :func:`torch.autocast` and :class:`torch.amp.GradScaler`
 leaves the group cleanly. Then it checks that both ranks ended with the same weights
 and the same loss scale.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_ddp.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_ddp.py``.
 """
 
 # %%

@@ -22,7 +22,7 @@ it settles on, clips the gradients the right way and measures what clipping woul
 have seen otherwise; then it steps two optimizers through one scaler and saves the
 scaler with a checkpoint.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gradscaler_loop.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gradscaler_loop.py``.
 """
 
 # %%

@@ -22,7 +22,7 @@ how many float16 would damage with and without a scale factor, and then watches
 
 For the background on ranges and subnormals, read :doc:`/explanations/floating_point`.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_why_scale_gradients.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_why_scale_gradients.py``.
 """
 
 # %%

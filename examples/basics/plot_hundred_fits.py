@@ -20,7 +20,7 @@ the models in one batched call instead. This page trains a hundred networks both
 checks that they give the same fits, times one step of each, and trains the batched
 models longer, which shows what the spread between the fits does and does not measure.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_hundred_fits.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_hundred_fits.py``.
 """
 
 # %%

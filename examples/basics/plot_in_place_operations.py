@@ -19,7 +19,7 @@ version counter on every tensor to catch that. This page shows how to spot in-pl
 operations, what autograd refuses and why, the old ``.data`` idiom that slips past the
 check, and a pattern where in-place pays off: copying into a preallocated tensor.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_in_place_operations.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_in_place_operations.py``.
 """
 
 # %%

@@ -18,7 +18,7 @@ rounding was not there. That trick, the straight-through estimator, takes one li
 PyTorch. This page builds it, checks its gradient, and uses it to train a tiny network
 whose weights live on a coarse grid.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_straight_through.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_straight_through.py``.
 """
 
 # %%

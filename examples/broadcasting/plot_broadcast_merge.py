@@ -25,7 +25,7 @@ and measures what it saves on the machine that built it.
 
 The broadcasting rules it relies on are on :doc:`plot_broadcasting`.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcast_merge.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcast_merge.py``.
 """
 
 # %%

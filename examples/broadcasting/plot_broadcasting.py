@@ -21,7 +21,7 @@ the rules and what a broadcast operand costs in memory, then the two classic bug
 the habits that catch them.
 :doc:`plot_broadcast_merge` puts the rules to work in a layer and measures the gain.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcasting.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcasting.py``.
 """
 
 # %%

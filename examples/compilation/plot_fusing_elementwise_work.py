@@ -26,7 +26,7 @@ intersection over union (IoU) of boxes with :func:`torch.compile`, checks what
 TorchScript's fuser, which the notebook this example comes from used, still does, and measures
 what fusion buys against this machine's memory bandwidth.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_fusing_elementwise_work.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_fusing_elementwise_work.py``.
 """
 
 # %%

@@ -27,7 +27,7 @@ two formulas for one loss, where only a measurement on your device says which to
 
 Why the rules below exist is explained in :doc:`/explanations/timing`.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_timing_pytorch_code.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_timing_pytorch_code.py``.
 """
 
 # %%

@@ -26,7 +26,7 @@ This page measures them on the machine that built it, on one thread and on all o
 them, finds the size above which the work itself takes over, and checks a well-known
 rule of thumb against the result.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_where_time_goes.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_where_time_goes.py``.
 """
 
 # %%

@@ -18,7 +18,7 @@ rounding error that depends on how you add.
 
 For the background, read :doc:`/explanations/floating_point`.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_floating_point_formats.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_floating_point_formats.py``.
 """
 
 # %%

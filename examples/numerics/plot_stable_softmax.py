@@ -25,7 +25,7 @@ two classification losses expects, and applies the same idea to binary cross-ent
 
 For the background, read :doc:`/explanations/floating_point`.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_stable_softmax.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_stable_softmax.py``.
 """
 
 # %%

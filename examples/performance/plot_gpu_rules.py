@@ -25,7 +25,7 @@ by one. This page measures each rule where the device that built it can show it.
 section that needs CUDA prints one line saying so on other devices; what a CPU can show,
 it shows.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gpu_rules.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gpu_rules.py``.
 """
 
 # %%

@@ -28,7 +28,7 @@ matrix. This page checks that the two agree, with masks, causal attention and dr
 times both and counts their memory as the sequence grows; shows which kernel ran; and
 ends with FlexAttention, which takes variants of attention written as Python functions.
 
-To run this page on its own: ``pip install effpt==0.2.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_scaled_dot_product_attention.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_scaled_dot_product_attention.py``.
 """
 
 # %%
