@@ -24,7 +24,7 @@ operations may want others. This page sets each knob, starts a fresh process whe
 knob is read only at start, and measures what each one changes on the machine that
 built it.
 
-To run this page on its own: ``pip install effpt==0.3.0``, then ``python plot_cpu_knobs.py``.
+To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_cpu_knobs.py``.
 """
 
 # %%
