@@ -404,3 +404,44 @@ def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_onc
     assert linked in page
     # the link sits after the output that printed the verdict
     assert page.index("Expectation: the fixture sum beats the loop") < page.index(anchor)
+
+
+def _scored_then(verdict: str) -> dict:
+    """A GPU claim's outcome on a CPU, given ``verdict`` by the rules of its day."""
+    rec = {
+        "task": "uniformity loss",
+        "variant": "pdist",
+        "median_s": 0.002,
+        "iqr_s": 0.0001,
+        "q1_s": 0.00195,
+        "q3_s": 0.00205,
+        "repeats": 5,
+        "number": 10,
+        "baseline": "pdist",
+        "machine": CPU.to_dict(),
+    }
+    fast = {**rec, "variant": "matmul", "median_s": 0.001, "q1_s": 0.00095, "q3_s": 0.00105}
+    return {
+        "key": "notebook: uniformity loss by matmul",
+        "verdict": verdict,
+        "slow": rec,
+        "fast": fast,
+    }
+
+
+def test_an_older_page_versions_claim_is_scored_again_under_todays_rules(app):
+    """Rules change (a device class, the interval): an older version's outcome is history,
+    read and scored again from its own records, never a reason to stop the build."""
+    write(records_dir(app), "box", record("an older page", claims=[_scored_then("yes")]))
+    (col,) = [c for c in across.columns(app) if c.key == "box"]
+    run = col.pages["plot_a"]
+    assert not run.current
+    assert run.outcomes["notebook: uniformity loss by matmul"].verdict == "not comparable"
+
+
+def test_a_current_page_versions_claim_must_be_what_its_records_give(app):
+    path = write(records_dir(app), "box", record(claims=[_scored_then("yes")]))
+    with pytest.raises(ExtensionError) as info:
+        across.columns(app)
+    assert str(path) in str(info.value)
+    assert "claims[0]" in str(info.value)

@@ -154,7 +154,15 @@ def _expectations(path: Path, where: str, items: list[dict]) -> tuple[Expectatio
     return tuple(out)
 
 
-def _outcomes(path: Path, where: str, items: list[dict]) -> dict[str, Outcome]:
+def _outcomes(path: Path, where: str, items: list[dict], *, current: bool) -> dict[str, Outcome]:
+    """The claim outcomes of one page run of a record.
+
+    A page run of an older version of the page may carry a verdict that today's rules
+    (:mod:`effpt.claims`) would not give its records: it was scored under the rules of
+    its day. Its cell is history either way (marked as an older version), so it is
+    scored again from its own records under today's rules, and the build log says so.
+    A current page run's outcome must be exactly what its records give.
+    """
     out = {}
     for i, item in enumerate(items):
         try:
@@ -162,7 +170,22 @@ def _outcomes(path: Path, where: str, items: list[dict]) -> dict[str, Outcome]:
                 msg = f"needs key, verdict, slow and fast, got {sorted(item)}"
                 raise ValueError(msg)
             fast = None if item["fast"] is None else Record.from_dict(item["fast"])
-            outcome = Outcome(item["key"], item["verdict"], Record.from_dict(item["slow"]), fast)
+            slow = Record.from_dict(item["slow"])
+            verdict = item["verdict"]
+            if not current:
+                today = claim(item["key"])._verdict(slow, fast)
+                if today != verdict:
+                    logger.info(
+                        "effpt: %s: %s.claims[%d] (an older version of the page) scored "
+                        "again under today's rules: %r, was %r",
+                        path.name,
+                        where,
+                        i,
+                        today,
+                        verdict,
+                    )
+                    verdict = today
+            outcome = Outcome(item["key"], verdict, slow, fast)
         except (KeyError, TypeError, ValueError) as exc:
             msg = f"evidence record {path}: field '{where}.claims[{i}]': {exc}"
             raise ExtensionError(msg) from exc
@@ -184,12 +207,13 @@ def _record_column(path: Path, data: dict, pages: dict[str, tuple[str, str, Path
             continue  # reported by unknown_pages()
         stem, _, source = pages[key]
         where = f"pages[{key!r}]"
+        current = page["source_sha256"] == evidence.source_hash(source)
         runs[stem] = PageRun(
-            current=page["source_sha256"] == evidence.source_hash(source),
+            current=current,
             ran=page["ran"],
             error=page["error"],
             expectations=_expectations(path, where, page["expectations"]),
-            outcomes=_outcomes(path, where, page["claims"]),
+            outcomes=_outcomes(path, where, page["claims"], current=current),
         )
     return Column(
         path.stem, machine, data["standin"], raw["capability"], raw["cpu_model"], path, runs
