@@ -445,3 +445,19 @@ def test_a_current_page_versions_claim_must_be_what_its_records_give(app):
         across.columns(app)
     assert str(path) in str(info.value)
     assert "claims[0]" in str(info.value)
+
+
+def test_a_record_of_this_builds_own_machine_is_not_another_column(app):
+    """This build is its machine's newest run: its record would repeat it as 'elsewhere'."""
+    mine = record(expectations=[_expectation("x beats y", 2.0)])
+    mine["machine"] = {**mine["machine"], **CPU.to_dict()}
+    write(records_dir(app), "this-box", mine)
+    write(records_dir(app), "other-box", record(expectations=[_expectation("x beats y", 0.5)]))
+    standin = record(expectations=[_expectation("x beats y", 3.0)], standin="one-thread")
+    standin["machine"] = {**standin["machine"], **CPU.to_dict()}
+    write(records_dir(app), "this-box-standin", standin)
+    cols = across.columns(app)
+    assert [c.key for c in cols] == ["this-build", "other-box", "this-box-standin"]
+    (x,) = [r for r in across.rows(app, cols) if r.key == "x beats y"]
+    text = across.summary(x, cols, T)
+    assert "holds on 1 of 2 machines recorded" in text

@@ -265,10 +265,16 @@ def _this_build(app) -> Column:
 
 
 def columns(app) -> list[Column]:
-    """This build's column, then one per evidence record (sorted by file name)."""
+    """This build's column, then one per evidence record (sorted by file name).
+
+    A record of this build's own machine (not a stand-in) is not a column: this build is
+    that machine's newest run, and the record would repeat it cell for cell, and count
+    it again as "elsewhere".
+    """
     pages = _pages_by_key(app)
-    records = read_records(app)
-    return [_this_build(app)] + [_record_column(p, d, pages) for p, d in records.items()]
+    here = _this_build(app)
+    records = [_record_column(p, d, pages) for p, d in read_records(app).items()]
+    return [here] + [c for c in records if c.standin is not None or c.machine != here.machine]
 
 
 def rows(app, cols: list[Column]) -> list[Row]:
