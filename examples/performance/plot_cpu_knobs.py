@@ -6,12 +6,12 @@ Set the CPU's own knobs: threads, waiting, pinning and vector width
    :learn: - Set the intra-op and inter-op thread pools, and tell which settings only a
              new process can change.
            - Measure what OpenMP's wait policy trades: the wake-up a small operation pays
-             against the CPU that spinning threads take from other work.
+             against the CPU time that idle threads use while they spin.
            - Avoid oversubscription when several processes each take every core, with a
              thread cap and, where the OS allows it, pinning.
            - Read the CPU capability torch picked, and measure bfloat16 against float32.
-   :read-first: :doc:`/auto_examples/compilation/plot_where_time_goes` for an operation's
-                fixed costs and the thread pool's hand-off.
+   :read-first: :doc:`/auto_examples/compilation/plot_where_time_goes`, which measures an
+                operation's fixed costs and the thread pool's hand-off.
    :needs: Any CPU; the page measures the CPU even where a GPU is present. Pinning needs
            an OS with ``os.sched_setaffinity`` (Linux); elsewhere that part prints why it
            is skipped. The thread comparisons need at least two cores to mean anything.
@@ -293,16 +293,17 @@ _ = expect(
 # DataLoader workers, several ranks of a distributed job or a few servers on one machine
 # each start a pool of as many threads as there are cores. Two such processes put twice
 # as many threads as cores on the CPU, and a parallel region waits for whichever of its
-# threads the OS has parked. The cure is one thread per process (``OMP_NUM_THREADS=1``,
-# which torchrun sets for its ranks) and, where the OS allows, pinning each process to
-# cores of its own with :func:`os.sched_setaffinity`. Both pairs below run the same
-# 40 products of 96 × 96 matrices at once; each round's time is the later of the two.
+# threads the OS has parked. The usual remedy is one thread per process
+# (``OMP_NUM_THREADS=1``) and, where the OS allows, pinning each process to cores of its
+# own with :func:`os.sched_setaffinity`; the verdict below says whether the two together
+# paid here. Both pairs run the same 40 products of 96 × 96 matrices at once, five
+# rounds; each round's time is the later of the two.
 if not can_pin:
     why = "this OS has no os.sched_setaffinity" if cores >= 2 else "fewer than two cores"
     print(f"Pinning skipped: {why}; the capped pair runs unpinned.")
 capped_label = "one thread each, pinned" if can_pin else "one thread each"
 rounds = {"each takes every core": [], capped_label: []}
-for _ in range(3):
+for _ in range(5):  # at least four a side, or no interval can decide
     for label, pair in zip(
         rounds, (("default", "default, second"), ("1 thread 1", "1 thread 2")), strict=True
     ):
@@ -434,12 +435,13 @@ plt.show()
 # - ``torch.set_num_threads`` resizes the intra-op pool at any time; the inter-op pool
 #   can be sized once. ``OMP_NUM_THREADS``, ``OMP_WAIT_POLICY`` and
 #   ``ATEN_CPU_CAPABILITY`` are read when a process starts: set them before it starts.
-# - The default wait policy keeps idle threads spinning: small operations skip the
-#   wake-up, and other programs lose that CPU. ``PASSIVE`` gives the CPU back and makes
-#   each parallel region pay to wake its threads. The verdicts above say which weighed
-#   more here.
-# - Processes that share a machine should share its cores: one thread each, or a pool
-#   sized to their share, pinned where the OS allows it.
+# - The default wait policy keeps idle threads spinning for a while: small operations
+#   skip the wake-up, and the spinning uses CPU time. ``PASSIVE`` puts them to sleep at
+#   once and makes each parallel region pay to wake them. The verdicts above say which
+#   weighed more here, for time and for CPU.
+# - Several processes that each take every core oversubscribe the CPU; capping each to
+#   its share of the cores, and pinning where the OS allows it, is the remedy to
+#   measure, as the verdict above did here.
 # - The capability torch reports is the instruction set its own kernels use; bfloat16
 #   is fast only where the CPU has instructions for it, so measure before switching.
 # - PyTorch's notes on
