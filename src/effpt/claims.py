@@ -157,7 +157,7 @@ class Claim:
         """The verdict :meth:`check` gives two checked records."""
         if fast is None:
             return "not measured"
-        if self.device != NOT_STATED and slow.machine.kind != self.device:
+        if self.device not in (NOT_STATED, slow.machine.kind):
             return "not comparable"  # xpu, mps, meta ...: never scored as a CPU
         return self.judge(speedup(slow, fast))
 
