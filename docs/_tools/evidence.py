@@ -90,20 +90,6 @@ VECTOR_FLAGS = (
     "asimd",
     "sve",
 )
-#: Variables that change a timing when set; a record names those that were.
-TIMING_ENV = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OMP_WAIT_POLICY",
-    "ATEN_CPU_CAPABILITY",
-    "ONEDNN_MAX_CPU_ISA",
-    "EFFPT_DEVICE",
-    "CUDA_VISIBLE_DEVICES",
-    "PYTORCH_CUDA_ALLOC_CONF",
-    "CUBLAS_WORKSPACE_CONFIG",
-    "TORCHINDUCTOR_FREEZING",
-    "TORCHINDUCTOR_MAX_AUTOTUNE",
-)
 _PAGE = re.compile(r"[A-Za-z0-9_]+/plot_[A-Za-z0-9_]+")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -363,9 +349,12 @@ def cpu_model() -> str:
 
 
 def timing_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables of :data:`TIMING_ENV` that are set in ``env`` (default: this process's)."""
-    env = os.environ if env is None else env
-    return {name: env[name] for name in TIMING_ENV if name in env}
+    """The timing variables set in ``env`` (default: this process's), as the stamp names them.
+
+    One list for the whole site: :data:`effpt.machine.TIMING_VARIABLES`, through
+    :func:`effpt.machine.timing_environment` (loaded alone, like :class:`Machine`).
+    """
+    return sys.modules[_machine_class().__module__].timing_environment(env)
 
 
 def this_machine_fields(device: str | None = None, **overrides: Any) -> dict[str, Any]:
