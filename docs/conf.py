@@ -138,7 +138,9 @@ FAMILIES = [
     "data",
     "amp",
     "training",
+    "debugging",
     "performance",
+    "memory",
 ]
 EXAMPLES = ROOT / "examples"
 
