@@ -5,9 +5,8 @@ Load a checkpoint into a model that changed
 .. effpt-before-you-start::
    :learn: - Strip the ``_orig_mod.`` prefix of a compiled model and the ``module.``
              prefix of a DDP-wrapped one from a saved ``state_dict``.
-           - Read the missing and unexpected keys that ``strict=False`` returns, and
-             refuse a load that matched nothing.
-           - Load a trained backbone under a new head, past a shape mismatch.
+           - Read the missing and unexpected keys that ``strict=False`` returns, refuse a
+             load that matched nothing, and load a backbone under a new head.
            - Freeze the backbone so that fine-tuning leaves it unchanged, normalisation
              statistics included, and build the optimizer over the right parameters.
            - Load into a model built on the ``meta`` device with ``assign=True``.
@@ -68,7 +67,12 @@ print(list(trained.state_dict()))
 # of every key. Compiling happens at the first call, and the page never calls it: the
 # wrapper's keys are all it needs. A file saved from the wrapper does not load into a
 # plain model, and the error lists both sides.
-compiled = torch.compile(trained)
+try:
+    compiled = torch.compile(trained)
+except RuntimeError as exc:  # a Python or platform this release cannot compile on
+    print(f"torch.compile is unavailable here ({exc}); a wrapper with the same attribute stands in")
+    compiled = nn.Module()
+    compiled._orig_mod = trained
 from_compiled = compiled.state_dict()
 print(list(from_compiled)[:2])
 try:
@@ -93,7 +97,10 @@ from torch.nn.modules.utils import consume_prefix_in_state_dict_if_present
 consume_prefix_in_state_dict_if_present(from_compiled, "_orig_mod.")
 restored = Classifier()
 print(restored.load_state_dict(from_compiled))
-same = all(torch.equal(a, b) for a, b in zip(restored.state_dict().values(), trained.state_dict().values(), strict=True))
+same = all(
+    torch.equal(a, b)
+    for a, b in zip(restored.state_dict().values(), trained.state_dict().values(), strict=True)
+)
 print(f"every tensor equal to the trained model's: {same}")
 
 # sphinx_gallery_start_ignore
@@ -108,7 +115,7 @@ assert same and compiled._orig_mod is trained
 # see the keys: a gloo group of size one, whose rendezvous is a file in a temporary
 # folder, with a 30-second timeout so that nothing can wait for long. The group is
 # destroyed right after. ``nn.DataParallel`` adds the same ``module.`` prefix.
-import datetime
+import datetime as dt
 import tempfile
 
 import torch.distributed as dist
@@ -119,7 +126,7 @@ if dist.is_available():
     with tempfile.TemporaryDirectory(prefix="effpt-ddp-") as folder:
         store = dist.FileStore(f"{folder}/store", 1)
         dist.init_process_group(
-            "gloo", store=store, rank=0, world_size=1, timeout=datetime.timedelta(seconds=30)
+            "gloo", store=store, rank=0, world_size=1, timeout=dt.timedelta(seconds=30)
         )
         try:
             wrapped = DistributedDataParallel(Classifier())  # on the CPU: gloo
@@ -150,7 +157,9 @@ from_compiled = compiled.state_dict()  # the prefixed file again
 fresh = Classifier()
 result = fresh.load_state_dict(from_compiled, strict=False)
 print(f"missing: {len(result.missing_keys)}, unexpected: {len(result.unexpected_keys)}")
-print(f"head weight equal to the trained one: {torch.equal(fresh.head.weight, trained.head.weight)}")
+print(
+    f"head weight equal to the trained one: {torch.equal(fresh.head.weight, trained.head.weight)}"
+)
 
 
 def load_checked(model: nn.Module, state: dict, *, may_miss: str = "") -> None:
@@ -197,7 +206,9 @@ assert all("size mismatch for head.weight" in errors[s] for s in (True, False))
 tuned = Classifier(classes=10).to(device)
 backbone_only = {k: v for k, v in checkpoint.items() if k.startswith("backbone.")}
 load_checked(tuned, backbone_only, may_miss="head.")
-print(f"{len(backbone_only)} tensors loaded; the head of shape {tuple(tuned.head.weight.shape)} starts fresh")
+print(
+    f"{len(backbone_only)} tensors loaded; the head of shape {tuple(tuned.head.weight.shape)} starts fresh"
+)
 
 # %%
 # Before a load, which keys will match
@@ -213,7 +224,11 @@ def match(model: nn.Module, state: dict) -> tuple[dict[str, str], int]:
     """For each key of ``model``: 'loads', 'shape differs' or 'missing'; and the extras."""
     own = model.state_dict()
     status = {
-        k: "missing" if k not in state else "loads" if state[k].shape == v.shape else "shape differs"
+        k: "missing"
+        if k not in state
+        else "loads"
+        if state[k].shape == v.shape
+        else "shape differs"
         for k, v in own.items()
     }
     return status, len(set(state) - set(own))
@@ -229,7 +244,7 @@ answers = {name: match(model, state) for name, (model, state) in files.items()}
 keys = list(trained.state_dict())
 colours = {"loads": "tab:green", "shape differs": "tab:orange", "missing": "tab:red"}
 fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-for col, (name, (status, extra)) in enumerate(answers.items()):
+for col, (status, extra) in enumerate(answers.values()):
     for row, key in enumerate(keys):
         ax.scatter(col, row, s=120, marker="s", color=colours[status[key]])
     ax.annotate(f"+{extra} unexpected", (col, len(keys) - 0.2), ha="center", fontsize=8)
@@ -324,7 +339,9 @@ with torch.device("meta"):
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     empty.load_state_dict(checkpoint)
-print(f"{len(caught)} warnings; the first: {caught[0].message if caught else 'none on this release'}")
+print(
+    f"{len(caught)} warnings; the first: {caught[0].message if caught else 'none on this release'}"
+)
 print(f"head.weight is on: {empty.head.weight.device}")
 
 # sphinx_gallery_start_ignore
@@ -338,9 +355,11 @@ assert empty.head.weight.is_meta
 # load, never before.
 old = empty.head.weight
 empty.load_state_dict(checkpoint, assign=True)
-print(f"head.weight is on: {empty.head.weight.device}, same tensor as in the file: "
-      f"{empty.head.weight.data_ptr() == checkpoint['head.weight'].data_ptr()}, "
-      f"same object as before: {empty.head.weight is old}")
+print(
+    f"head.weight is on: {empty.head.weight.device}, same tensor as in the file: "
+    f"{empty.head.weight.data_ptr() == checkpoint['head.weight'].data_ptr()}, "
+    f"same object as before: {empty.head.weight is old}"
+)
 
 # sphinx_gallery_start_ignore
 assert empty.head.weight.device == checkpoint["head.weight"].device and empty.head.weight is not old

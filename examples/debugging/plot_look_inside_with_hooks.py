@@ -9,9 +9,8 @@ Look inside a model with hooks
              them.
            - Remove every hook through its handle, and check that nothing is logged
              afterwards.
-           - Count the memory a hook keeps alive when it stores tensors, and keep numbers
-             instead.
-           - Measure what logging hooks cost a training step, and read the verdict.
+           - Count the memory a hook keeps alive when it stores tensors, and measure what
+             logging hooks cost a training step.
    :read-first: :doc:`/auto_examples/basics/plot_modules` for modules and their
                 children; :doc:`/auto_examples/basics/plot_autograd` for ``backward``.
    :needs: A CPU is enough. The page runs on a CUDA or Apple MPS GPU when there is one
@@ -54,13 +53,26 @@ x = torch.randn(256, width, device=device)  # (batch, features)
 target = torch.randn(256, width, device=device)
 
 seen = []
+
+
+def pre_hook(module, args):  # args: the positional inputs, as a tuple
+    seen.append(("pre", args[0].shape))
+
+
+def forward_hook(module, args, output):
+    seen.append(("forward", output.shape))
+
+
+def backward_hook(module, grad_input, grad_output):  # tuples of gradients (or None)
+    seen.append(("backward", grad_output[0].shape))
+
+
+first = linears["linear 0"]
 handles = [
-    linears["linear 0"].register_forward_pre_hook(lambda m, args: seen.append(("pre", args[0].shape))),
-    linears["linear 0"].register_forward_hook(lambda m, args, out: seen.append(("forward", out.shape))),
-    linears["linear 0"].register_full_backward_hook(
-        lambda m, grad_in, grad_out: seen.append(("backward", grad_out[0].shape))
-    ),
-    linears["linear 0"].weight.register_hook(lambda grad: seen.append(("tensor", grad.shape))),
+    first.register_forward_pre_hook(pre_hook),
+    first.register_forward_hook(forward_hook),
+    first.register_full_backward_hook(backward_hook),
+    first.weight.register_hook(lambda grad: seen.append(("tensor", grad.shape))),
 ]
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
@@ -131,8 +143,8 @@ assert all(len(v) == 30 for v in log.values()) and len(log) == 2 * depth
 
 # %%
 # The figure puts each layer's two norms over the steps. The output and its gradient
-# usually grow or shrink from layer to layer; a layer whose gradient is orders of
-# magnitude below its neighbours' learns correspondingly slowly with SGD.
+# usually grow or shrink from layer to layer, and a layer whose output gradient is far
+# below the others' gets correspondingly small weight updates from SGD.
 import matplotlib.pyplot as plt
 
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), sharex=True, layout="constrained")
@@ -161,6 +173,7 @@ assert sum(len(v) for v in log.values()) == before
 assert all(not m._forward_hooks and not m._backward_hooks for m in linears.values())
 # sphinx_gallery_end_ignore
 
+
 # %%
 # What a hook keeps alive
 # -----------------------
@@ -182,7 +195,11 @@ variants = {
 kept = {}
 for label, keep in variants.items():
     stored = []
-    with linears["linear 3"].register_forward_hook(lambda m, args, out: stored.append(keep(out))):
+
+    def store(module, args, output, keep=keep, stored=stored):
+        stored.append(keep(output))
+
+    with linears["linear 3"].register_forward_hook(store):
         for _ in range(10):
             step()
     kept[label] = kept_bytes(stored)
@@ -238,7 +255,11 @@ def hooked(watcher):
 
 records = compare(
     f"one training step, {depth} linear layers",
-    {"no hooks": step, "hooks with .item()": hooked(watch), "hooks keeping tensors": hooked(keep_tensors)},
+    {
+        "no hooks": step,
+        "hooks with .item()": hooked(watch),
+        "hooks keeping tensors": hooked(keep_tensors),
+    },
     device=device,
     budget_s=0.4,
 )
