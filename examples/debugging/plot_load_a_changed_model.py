@@ -251,7 +251,7 @@ for col, (status, extra) in enumerate(answers.values()):
 for label, colour in colours.items():
     ax.scatter([], [], marker="s", color=colour, label=label)
 ax.set(xticks=range(len(files)), yticks=range(len(keys)), ylim=(len(keys) + 0.4, -0.8))
-ax.set_xticklabels(list(files), fontsize=8)
+ax.set_xticklabels([name.replace(", ", ",\n") for name in files], fontsize=8)
 ax.set_yticklabels(keys, fontsize=8)
 ax.set_title("Which of the model's keys each file provides")
 ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
