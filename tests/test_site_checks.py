@@ -460,3 +460,26 @@ def test_the_timings_name_each_machine_once_with_its_thread_counts():
         "All timings below were taken on NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0; "
         "x86_64 CPU (AMD EPYC) · torch 2.13.0, with 1 or 2 threads."
     )
+
+
+def test_prose_over_the_limits_fails_naming_page_paragraph_and_count(tmp_path):
+    long_paragraph = "# " + " ".join(["word"] * 121) + "\n"
+    page = _page(tmp_path, "", "# %%\n# Start here\n#\n" + long_paragraph + "x = 1\n" + SUMMARY)
+    with pytest.raises(
+        ExtensionError,
+        match=r"plot_x\.py: a paragraph of 121 words \(over 120\) starting 'word word",
+    ):
+        page_checks.check_prose_length(page)
+    # Many short paragraphs: each within the limit, the page over 1,800 words.
+    cells = "".join(
+        f"# %%\n# Part {i}\n#\n# " + " ".join(["w"] * 100) + f"\nx{i} = {i}\n" for i in range(19)
+    )
+    page = _page(tmp_path, "", cells + SUMMARY)
+    with pytest.raises(ExtensionError, match=r"plot_x\.py: 19\d\d words of prose \(over 1800\)"):
+        page_checks.check_prose_length(page)
+    # A directive's fields (the before-you-start box) are not a paragraph of prose.
+    box = ".. effpt-before-you-start::\n   :learn: " + " ".join(["w"] * 130)
+    page_checks.check_prose_length(_page(tmp_path, box, "x = 1\n" + SUMMARY))  # no error
+    # Code and output do not count: a long code cell passes.
+    page = _page(tmp_path, "", "# %%\n# Code\n" + "y = 1\n" * 2000 + SUMMARY)
+    page_checks.check_prose_length(page)  # no error
