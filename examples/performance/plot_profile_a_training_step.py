@@ -365,7 +365,7 @@ for r in recorded:  # nested spans: the parts never exceed the whole
 # arithmetic (small layers, a busy machine, threads waiting for each other). More
 # threads shorten the matrix products but not the fixed costs, so every share moves
 # with the machine. Predict first: on your machine, does backward take longer than
-# forward? With one thread?
+# forward, and does the optimizer take under a quarter of the step?
 from effpt.bench import Timing
 from effpt.expect import expect
 from effpt.records import speedup
