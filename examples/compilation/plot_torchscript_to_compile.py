@@ -218,7 +218,8 @@ assert torch.equal(loaded(example), model(example))
 # So it is right where the trace was wrong, at the price of one compilation per new
 # case. Below, inputs of one to four dimensions, all 2s: the first call with each new
 # number of dimensions compiles, and is timed apart from the calls after it, which
-# :func:`effpt.bench.time_callable` times (how: :doc:`/explanations/timing`).
+# :func:`effpt.bench.time_callable` times (how: :doc:`/explanations/timing`). Predict
+# first: does a compilation cost more than ten later calls on your machine?
 import time
 
 from effpt.bench import format_seconds, time_callable

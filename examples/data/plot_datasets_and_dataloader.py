@@ -257,7 +257,8 @@ if __name__ == "__main__":
 # Loading in worker processes
 # ---------------------------
 # With ``num_workers=2`` two processes read and collate batches while the main process
-# consumes them. Each worker gets its own copy of the dataset. One epoch each way, timed
+# consumes them. Each worker gets its own copy of the dataset. Predict first: do two
+# workers load an epoch faster than none on your machine? One epoch each way, timed
 # with :func:`effpt.bench.compare` (:doc:`/explanations/timing` says how it measures):
 from multiprocessing import get_all_start_methods
 

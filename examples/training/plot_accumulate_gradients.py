@@ -258,11 +258,12 @@ if MAIN:
 # sphinx_gallery_end_ignore
 
 # %%
-# Every all-reduce it skips saves a round trip between the processes and the copy of the
-# gradients into and out of the buckets. How much time that is depends on the size of
-# the gradients against the compute of a micro-batch, and on the link: the two processes
-# here talk through the machine's loopback interface, with no network in between. The
-# measurement and its verdict:
+# Every all-reduce it skips saves a round trip between the processes and the copy of
+# the gradients into and out of the buckets. How much time that is depends on the size
+# of the gradients against the compute of a micro-batch, and on the link: the two
+# processes here talk through the machine's loopback interface, with no network in
+# between. Predict first: does skipping it save time on your machine? The measurement
+# and its verdict:
 from effpt.bench import Timing
 from effpt.expect import expect
 from effpt.records import speedup
