@@ -18,7 +18,9 @@ CPU = Machine("cpu", "x86_64 CPU (Fixture)", 2, None, "2.13.0")
 
 
 def _e(statement, value, *, above=1.0):
-    return expect(statement, (value, value * 0.95, value * 1.05), above=above, device=CPU, show=False)
+    return expect(
+        statement, (value, value * 0.95, value * 1.05), above=above, device=CPU, show=False
+    )
 
 
 def _columns(*others):
@@ -28,7 +30,9 @@ def _columns(*others):
         run = across.PageRun(True, True, None, tuple(expectations))
         path = f"/records/box-{i}.json"
         other = Machine("cpu", f"x86_64 CPU (Other {i})", 8, None, "2.13.0")
-        cols.append(across.Column(f"box-{i}", other, None, "AVX2", f"Other {i}", path, {"plot_a": run}))
+        cols.append(
+            across.Column(f"box-{i}", other, None, "AVX2", f"Other {i}", path, {"plot_a": run})
+        )
     return cols
 
 
@@ -58,10 +62,13 @@ def test_the_box_holds_each_bound_value_verdict_and_elsewhere_in_english():
         f"Expected above 1×. This build: 2.0× (1.9–2.1) on {CPU}: holds here",
         "Elsewhere: holds on 1 of 2 machines recorded; does not hold on Other 1 (AVX2).",
     ]
-    assert second[1] == f"Expected above 1×. This build: 0.50× (0.47–0.53) on {CPU}: does not hold here"
+    assert (
+        second[1]
+        == f"Expected above 1×. This build: 0.50× (0.47–0.53) on {CPU}: does not hold here"
+    )
     assert second[2] == "Elsewhere: holds on 1 of 1 machines recorded."
     # the verdict word carries its class, the item too (the style draws a mark by it)
-    words = [w for w in made.findall(nodes.strong)]
+    words = list(made.findall(nodes.strong))
     assert [w["classes"] for w in words] == [
         ["effpt-verdict-word", "effpt-holds"],
         ["effpt-verdict-word", "effpt-fails"],

@@ -34,6 +34,7 @@ VERDICT_CLASS = {
     "inconclusive": "effpt-unsure",
 }
 
+
 def _output_blocks(doctree) -> list[nodes.literal_block]:
     return [
         b for b in doctree.findall(nodes.literal_block) if "sphx-glr-script-out" in b["classes"]
