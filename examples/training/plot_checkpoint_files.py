@@ -313,6 +313,7 @@ if growth:
 # parameters' bytes are read from the file when first used. Each way runs 3 times, in
 # turns; memory is from the first run of each.
 
+
 def usual() -> nn.Module:
     model = make_big()
     model.load_state_dict(torch.load(big_path, weights_only=True, mmap=True))
