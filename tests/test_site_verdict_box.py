@@ -85,6 +85,16 @@ def test_the_box_speaks_chinese_with_its_verdict_words_translated():
     text = made.astext()
     assert made.children[0].astext() == "本次运行的结果"
     assert "预期高于 2×。本次构建在" in text
-    assert "在此不成立" in text
+    assert "上测得 0.50× (0.47–0.53)：在此不成立" in text  # no space after a full-width colon
     assert "does not hold" not in text
     assert "尚无其他机器用本页的这一版本留下记录。" in text
+
+
+def test_chinese_sentences_part_without_a_space():
+    x = _e("x beats y", 2.0)
+    older = across.PageRun(False, True, None, (_e("x beats y", 3.0),))
+    cols = _columns()
+    other = Machine("cpu", "x86_64 CPU (Old)", 8, None, "2.13.0")
+    cols.append(across.Column("old", other, None, "", "Old", "/r/old.json", {"plot_a": older}))
+    text = verdict_box.box([x], _rows([x]), cols, "m.html", "zh_CN").astext()
+    assert "留下记录。另有 1 台机器的记录来自本页的旧版本。" in text

@@ -380,7 +380,9 @@ def summary(row: Row, cols: list[Column], t) -> str:
             parts.append(t("inconclusive on {machines}", machines=t(", ").join(unsure)))
         text = t("Elsewhere: {parts}.", parts=t("; ").join(parts))
     if older:
-        text += " " + t("{n} more recorded an older version of the page.", n=older)
+        # sentences part with a space after a Latin full stop, none after a full-width one
+        space = " " if text[-1].isascii() else ""
+        text += space + t("{n} more recorded an older version of the page.", n=older)
     return text
 
 

@@ -81,15 +81,14 @@ def box(
         statement = nodes.paragraph(classes=["effpt-verdict-statement"])
         statement += link
         here = nodes.paragraph(classes=["effpt-verdict-here"])
-        here += nodes.Text(
-            t(
-                "Expected {bound}. This build: {measured} on {machine}:",
-                bound=expected_text(e, t),
-                measured=e.measured,
-                machine=str(e.machine),
-            )
-            + " "
+        line = t(
+            "Expected {bound}. This build: {measured} on {machine}:",
+            bound=expected_text(e, t),
+            measured=e.measured,
+            machine=str(e.machine),
         )
+        # A space before the verdict word after a Latin colon; none after a full-width one.
+        here += nodes.Text(line + (" " if line[-1].isascii() else ""))
         here += nodes.strong(
             text=t(e.verdict), classes=["effpt-verdict-word", VERDICT_CLASS[e.verdict]]
         )
