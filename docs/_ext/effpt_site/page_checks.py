@@ -9,11 +9,15 @@ for the page's stamp); it uses math markup (MathJax would be fetched from a CDN 
 outweighs a page); with ``effpt_check_prose_length`` on, its prose runs past
 :data:`MAX_PROSE_WORDS` words or one of its paragraphs past :data:`MAX_PARAGRAPH_WORDS`
 (:func:`check_prose_length`).
+Two gallery pages that share a thumbnail (sphinx-gallery's
+placeholder, drawn for a page without a figure, most often) fail it too
+(:func:`check_thumbnails`): each page's card shows a figure of its own.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from pathlib import Path
 
@@ -21,7 +25,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 
 from effpt_site.layout import example_pages, examples_dir
-from effpt_site.outputs import STAMP_SUFFIX
+from effpt_site.outputs import STAMP_SUFFIX, read_cost
 from effpt_site.packages import install_command
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
@@ -205,10 +209,42 @@ def forbid_math(app, doctree) -> None:
         raise ExtensionError(msg)
 
 
+def thumbnail_file(app, docname: str) -> Path:
+    """Where sphinx-gallery saved the card picture of gallery page ``docname``."""
+    page = Path(app.srcdir) / docname
+    return page.parent / "images" / "thumb" / f"sphx_glr_{page.name}_thumb.png"
+
+
+def check_thumbnails(app, env) -> None:  # noqa: ARG001  (Sphinx's signature)
+    """env-check-consistency: fail when two gallery pages' thumbnails are the same picture.
+
+    Only pages that have run count (sphinx-gallery's cost file says how long): one this
+    build never executed shows the placeholder until it runs.
+    """
+    by_picture: dict[str, list[str]] = {}
+    for docname in example_pages(app).values():
+        path = thumbnail_file(app, docname)
+        cost = read_cost(app.srcdir, docname)
+        if cost is None or cost.seconds <= 0 or not path.is_file():
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        by_picture.setdefault(digest, []).append(docname)
+    shared = [sorted(pages) for pages in by_picture.values() if len(pages) > 1]
+    if shared:
+        groups = "; ".join(", ".join(pages) for pages in sorted(shared))
+        msg = (
+            f"gallery pages share one thumbnail: {groups} (a page without a figure gets "
+            "sphinx-gallery's placeholder; give each page a figure of its own, or name the "
+            "one its card shows with sphinx_gallery_thumbnail_number)"
+        )
+        raise ExtensionError(msg)
+
+
 def setup(app) -> None:
     app.add_config_value("effpt_not_executed", {}, "env")
-    # Off until every page is within the limits (issue 40); then conf.py turns it on.
+    # docs/conf.py turns it on; off, a unit test's bare app skips it.
     app.add_config_value("effpt_check_prose_length", False, "env")
     # Before effpt_site.decorations (priority 500), which asks not_executed_reason.
     app.connect("doctree-read", check_page, priority=450)
     app.connect("doctree-read", forbid_math)
+    app.connect("env-check-consistency", check_thumbnails)
