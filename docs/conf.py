@@ -189,6 +189,8 @@ nitpicky = True
 # Examples deliberately not executed by this build, with the reason shown on the page.
 # Any other example that reports zero execution time fails the build.
 effpt_not_executed: dict[str, str] = {}
+#: Issue 40: no page over 1,800 words of prose, no paragraph over 120 (page_checks).
+effpt_check_prose_length = True
 
 
 # -- linkcheck: external links are reported, not required (an offline run says "broken") --

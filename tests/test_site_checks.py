@@ -460,3 +460,80 @@ def test_the_timings_name_each_machine_once_with_its_thread_counts():
         "All timings below were taken on NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0; "
         "x86_64 CPU (AMD EPYC) · torch 2.13.0, with 1 or 2 threads."
     )
+
+
+def test_prose_over_the_limits_fails_naming_page_paragraph_and_count(tmp_path):
+    long_paragraph = "# " + " ".join(["word"] * 121) + "\n"
+    page = _page(tmp_path, "", "# %%\n# Start here\n#\n" + long_paragraph + "x = 1\n" + SUMMARY)
+    with pytest.raises(
+        ExtensionError,
+        match=r"plot_x\.py: a paragraph of 121 words \(over 120\) starting 'word word",
+    ):
+        page_checks.check_prose_length(page)
+    # Many short paragraphs: each within the limit, the page over 1,800 words.
+    cells = "".join(
+        f"# %%\n# Part {i}\n#\n# " + " ".join(["w"] * 100) + f"\nx{i} = {i}\n" for i in range(19)
+    )
+    page = _page(tmp_path, "", cells + SUMMARY)
+    with pytest.raises(ExtensionError, match=r"plot_x\.py: 19\d\d words of prose \(over 1800\)"):
+        page_checks.check_prose_length(page)
+    # A directive's fields (the before-you-start box) are not a paragraph of prose.
+    box = ".. effpt-before-you-start::\n   :learn: " + " ".join(["w"] * 130)
+    page_checks.check_prose_length(_page(tmp_path, box, "x = 1\n" + SUMMARY))  # no error
+    # Code and output do not count: a long code cell passes.
+    page = _page(tmp_path, "", "# %%\n# Code\n" + "y = 1\n" * 2000 + SUMMARY)
+    page_checks.check_prose_length(page)  # no error
+
+
+def _gallery_with_thumbnails(tmp_path, pictures: dict[str, bytes], ran=None):
+    """A two-family gallery whose pages (``family/stem``) have the thumbnails given."""
+    families = sorted({key.split("/")[0] for key in pictures})
+    for family in families:
+        folder = tmp_path / "examples" / family
+        folder.mkdir(parents=True)
+        stems = [key.split("/")[1] for key in pictures if key.startswith(family + "/")]
+        order = "".join(f"   {s}.py\n" for s in stems)
+        (folder / "GALLERY_HEADER.rst").write_text(
+            f"{family}\n---\n\nIntro.\n\n.. reading order:\n{order}", encoding="utf-8"
+        )
+    for key, picture in pictures.items():
+        family, stem = key.split("/")
+        (tmp_path / "examples" / family / f"{stem}.py").write_text('"""\nA\n=\n"""\n')
+        out = tmp_path / "docs" / "auto" / family
+        (out / "images" / "thumb").mkdir(parents=True, exist_ok=True)
+        (out / "images" / "thumb" / f"sphx_glr_{stem}_thumb.png").write_bytes(picture)
+        if ran is None or key in ran:
+            (out / f"{stem}.cost.json").write_text('{"time": 1.5, "memory": 0}')
+    config = SimpleNamespace(
+        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
+        effpt_families=families,
+    )
+    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+
+
+def test_two_pages_sharing_a_thumbnail_fail_the_build_naming_both(tmp_path):
+    placeholder = b"\x89PNG the placeholder"
+    app = _gallery_with_thumbnails(
+        tmp_path,
+        {"perf/plot_a": placeholder, "perf/plot_b": b"\x89PNG b", "train/plot_c": placeholder},
+    )
+    with pytest.raises(
+        ExtensionError, match=r"share one thumbnail: auto/perf/plot_a, auto/train/plot_c"
+    ):
+        page_checks.check_thumbnails(app, None)
+
+
+def test_distinct_thumbnails_and_pages_this_build_never_ran_pass(tmp_path):
+    same = b"\x89PNG same"
+    app = _gallery_with_thumbnails(
+        tmp_path, {"perf/plot_a": b"\x89PNG a", "perf/plot_b": same, "train/plot_c": same}
+    )
+    with pytest.raises(ExtensionError):
+        page_checks.check_thumbnails(app, None)
+    # a page that never ran shows sphinx-gallery's placeholder until it runs: not counted
+    app = _gallery_with_thumbnails(
+        tmp_path / "restricted",
+        {"perf/plot_a": b"\x89PNG a", "perf/plot_b": same, "train/plot_c": same},
+        ran={"perf/plot_a", "perf/plot_b"},
+    )
+    page_checks.check_thumbnails(app, None)

@@ -283,7 +283,8 @@ CONF = """
 import sys
 sys.path.insert(0, {ext!r})
 extensions = ["sphinx_gallery.gen_gallery", "effpt_site.compat", "effpt_site.page_checks",
-              "effpt_site.decorations", "effpt_site.expectations", "effpt_site.across_machines"]
+              "effpt_site.decorations", "effpt_site.expectations", "effpt_site.across_machines",
+              "effpt_site.verdict_box"]
 sphinx_gallery_conf = {{
     "examples_dirs": "../examples",
     "gallery_dirs": "auto",
@@ -360,6 +361,8 @@ def build(docs: Path, out: Path, language: str = "en") -> None:
                 "does not hold",
                 "Elsewhere: holds on 0 of 1 machines recorded; does not hold on Slow (AVX2).",
                 "Claim: ",
+                "Expected above 1×. This build: 2.0× (1.9–2.1) on x86_64 CPU",
+                '<strong class="effpt-verdict-word effpt-holds">holds here</strong>',
             ),
         ),
         (
@@ -369,6 +372,8 @@ def build(docs: Path, out: Path, language: str = "en") -> None:
                 "不成立",
                 "其他机器上：在有记录的 1 台机器中的 0 台上成立；在 Slow (AVX2) 上不成立。",
                 "说法：",
+                "预期高于 1×。本次构建在 x86_64 CPU",
+                '<strong class="effpt-verdict-word effpt-holds">在此成立</strong>',
             ),
         ),
     ],
@@ -389,7 +394,7 @@ def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_onc
         "the fixture sum beats the loop",
     ).anchor
     assert f'<tr class="row-odd" id="{anchor}">' in grid or f'id="{anchor}"' in grid
-    this_build, missed, link, claim_row = words
+    this_build, missed, link, claim_row, here, verdict = words
     head = grid[grid.index("<thead>") : grid.index("</thead>")]
     assert this_build in head
     assert head.count("Slow") == 1  # the record's machine, named once, in the header
@@ -398,12 +403,20 @@ def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_onc
     assert "0.50× (0.47–0.53) " + missed in body
     # the page's claims (effpt.claims names plot_batch_gather for two) are rows too
     assert body.count(claim_row) == 2
-    # the verdict's statement leads to its row, followed by how it fared elsewhere
+    # the verdict box: the statement leads to its row; this build's value and verdict
+    # in the build's language; how it fared elsewhere
     statement = "the fixture sum beats the loop"
-    linked = f'href="../../measurements.html#{anchor}">{statement}</a> — {link}'
-    assert linked in page
-    # the link sits after the output that printed the verdict
-    assert page.index("Expectation: the fixture sum beats the loop") < page.index(anchor)
+    box = page[page.index('class="effpt-verdict-box') :]
+    box = box[: box.index("</ul>")]
+    assert f'href="../../measurements.html#{anchor}">{statement}</a>' in box
+    assert here in box
+    assert verdict in box
+    assert link in box
+    # the box sits right after the output that printed the verdict, which stays printed
+    printed = page.index("Expectation: the fixture sum beats the loop")
+    assert printed < page.index('class="effpt-verdict-box')
+    between = page[printed : page.index('class="effpt-verdict-box')]
+    assert between.count("<p>") == 0  # no prose between the output and its box
 
 
 def _scored_then(verdict: str) -> dict:

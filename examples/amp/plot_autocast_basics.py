@@ -85,16 +85,18 @@ with torch.autocast(device.type, dtype=low):
 # %%
 # The lists, measured
 # -------------------
-# Each operation below runs twice under autocast: once on a float32 input and once on a
-# 16-bit input. An op that turns float32 into the 16-bit type is *lowered*; one that
-# turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow their
-# inputs*. Each device has lists of its own. PyTorch's AMP reference keeps numerically
-# touchy ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 on
-# CUDA, because float16 reaches infinity at 65520 (65504 is its largest finite value)
-# and has few digits for long sums. CPU autocast uses bfloat16, whose range matches
-# float32's; its float32 list is not shorter but different: losses, and linear algebra,
-# FFT, pooling and padding ops, which the thirteen ops probed here do not include. A
-# probe this small shows how these ops behave, not how long either list is.
+# Each operation below runs twice under autocast: once on a float32 input and once on
+# a 16-bit input. An op that turns float32 into the 16-bit type is *lowered*; one that
+# turns a 16-bit input into float32 is *kept in float32*; the rest simply *follow
+# their inputs*.
+#
+# Each device has lists of its own. PyTorch's AMP reference keeps numerically touchy
+# ops (``softmax``, ``log``, ``sum``, ``exp``, ``layer_norm``...) in float32 on CUDA,
+# because float16 reaches infinity at 65520 (65504 is its largest finite value) and
+# has few digits for long sums. CPU autocast uses bfloat16, whose range matches
+# float32's; its float32 list is not shorter but different: losses, and linear
+# algebra, FFT, pooling and padding ops, which the thirteen ops probed here do not
+# include. A probe this small shows how these ops behave, not how long either list is.
 import torch.nn.functional as F
 
 labels = torch.zeros(8, dtype=torch.long, device=device)

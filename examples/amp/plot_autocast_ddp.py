@@ -135,13 +135,15 @@ def make_dataset(n: int = 512) -> TensorDataset:
 # -----------------
 # DDP wraps the model once it is on its device. It starts by copying rank 0's weights
 # to every rank (each rank below seeds differently, to show it); then, during every
-# ``backward()``, it averages the gradients across ranks while the backward pass
-# runs. The mixed-precision part is the loop of the previous pages, unchanged:
-# forward pass and loss under autocast, the loss scaled, ``step`` and ``update``
-# through the scaler. Each rank's scaler checks the *averaged* gradients, so all ranks
-# skip the same steps and keep the same scale. The page uses float16 on every device,
-# as :doc:`plot_gradscaler_loop` does, so that the scaler has work to do even on a CPU; its
-# ``growth_interval`` is 8 steps instead of 2000, so that the scale moves in a short run.
+# ``backward()``, it averages the gradients across ranks while the backward pass runs.
+#
+# The mixed-precision part is the loop of the previous pages, unchanged: forward pass
+# and loss under autocast, the loss scaled, ``step`` and ``update`` through the
+# scaler. Each rank's scaler checks the *averaged* gradients, so all ranks skip the
+# same steps and keep the same scale. The page uses float16 on every device, as
+# :doc:`plot_gradscaler_loop` does, so that the scaler has work to do even on a CPU;
+# its ``growth_interval`` is 8 steps instead of 2000, so that the scale moves in a
+# short run.
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
@@ -229,14 +231,15 @@ if __name__ == "__main__" and not LAUNCHER:
 # Or let the page start its ranks
 # -------------------------------
 # Run with plain ``python`` (or by this site's build), the page plays torchrun's part
-# with :func:`effpt.ddp.launch`: it starts two processes with the same variables,
-# runs ``main`` in each and returns what each returned. Like torchrun, it stops the
-# other ranks as soon as one fails; it also raises that rank's traceback here,
-# terminates every rank after a deadline, and retries a port another program took.
+# with :func:`effpt.ddp.launch`: it starts two processes with the same variables, runs
+# ``main`` in each and returns what each returned. Like torchrun, it stops the other
+# ranks as soon as one fails; it also raises that rank's traceback here, terminates
+# every rank after a deadline, and retries a port another program took.
+#
 # The ranks start by spawn, fresh interpreters that import ``main`` from this file.
-# Without a file to import (a notebook, this site's build) they start by fork, where the
-# OS has it (:doc:`/explanations/workers` says why); a forked rank cannot use CUDA once
-# this process has, so then they run on the CPU.
+# Without a file to import (a notebook, this site's build) they start by fork, where
+# the OS has it (:doc:`/explanations/workers` says why); a forked rank cannot use CUDA
+# once this process has, so then they run on the CPU.
 from multiprocessing import get_all_start_methods
 
 from effpt.ddp import launch
@@ -310,11 +313,15 @@ if LAUNCHER:
 #   timeout. It leaves through :func:`torch.distributed.barrier`, so that no rank tears
 #   down while another still communicates, and
 #   :func:`torch.distributed.destroy_process_group` in a ``finally``.
+#
 # - Wrap the model in ``DistributedDataParallel`` after moving it to the rank's device;
 #   give each rank its share of the data with ``DistributedSampler`` and ``set_epoch``.
+#
 # - With one device per process, autocast and ``GradScaler`` go in the loop exactly as
 #   in a single process; the scalers stay in step because they see averaged gradients.
+#
 # - Autocast state is per thread: where a wrapper runs ``forward`` in side threads
 #   (``DataParallel``), enter autocast inside ``forward``.
+#
 # - Launch with ``torchrun --nproc-per-node=N``; guard the launcher's work so that a
 #   rank, which runs or imports the same file, skips it.

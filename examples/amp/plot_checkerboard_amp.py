@@ -84,17 +84,14 @@ class CheckerNet(nn.Module):
 # %%
 # Float32 means float32
 # ---------------------
-# On NVIDIA GPUs since Ampere, PyTorch lets cuDNN run float32 convolutions in TF32,
-# a format with float32's range but only 10 bits of mantissa, on the tensor cores;
-# ``torch.backends.cudnn.allow_tf32`` is on by default, while
-# ``torch.backends.cuda.matmul.allow_tf32`` is off. A "float32" step would then be
-# partly TF32, and compared with a float32 matmul rate it would compare unlike things.
-# Every step below therefore sets both switches for itself: off for float32 and the
-# 16-bit variants, on for a separate TF32 variant on a GPU. The switches are global,
-# so the context manager puts them back afterwards. PyTorch is replacing these two
-# switches with ``fp32_precision`` settings per backend
+# On NVIDIA GPUs since Ampere, cuDNN may run float32 convolutions in TF32 (float32's
+# range, 10 bits of mantissa) on the tensor cores: ``torch.backends.cudnn.allow_tf32``
+# is on by default, ``torch.backends.cuda.matmul.allow_tf32`` off, so a "float32" step
+# would be partly TF32. Every step below sets both switches for itself (off for
+# float32 and 16 bits, on for a TF32 variant on a GPU) and puts them back afterwards.
+# PyTorch is replacing this pair with per-backend ``fp32_precision`` settings
 # (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); this page keeps the
-# older pair because every torch it supports, back to 2.6, has it.
+# pair because every torch it supports, back to 2.6, has it.
 from contextlib import contextmanager
 
 defaults = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
@@ -114,16 +111,18 @@ def tf32(enabled: bool):
 # %%
 # One training step, with or without mixed precision
 # --------------------------------------------------
-# Mixed precision adds two things to the loop: the forward pass and the loss run inside
-# :func:`torch.autocast`, and a :class:`torch.amp.GradScaler` scales the loss before
-# ``backward()``. The scaler is only needed for float16 (see
+# Mixed precision adds two things to the loop: the forward pass and the loss run
+# inside :func:`torch.autocast`, and a :class:`torch.amp.GradScaler` scales the loss
+# before ``backward()``. The scaler is only needed for float16 (see
 # :doc:`plot_why_scale_gradients`); with ``enabled=False`` it passes everything
-# through, so one function serves every variant. Nothing in the step makes the host
-# wait for a GPU: it returns the loss without ``.item()``, and the optimizer is a
-# *fused* Adam. A fused optimizer takes the scaler's "gradients overflowed" flag as a
-# tensor and skips its update on the device; with the default Adam, ``scaler.step``
-# reads that flag with ``.item()`` at every float16 step, so those steps would wait for
-# the GPU and the float32 ones would not. Fused Adam runs on CUDA, MPS and CPU alike.
+# through, so one function serves every variant.
+#
+# Nothing in the step makes the host wait for a GPU: it returns the loss without
+# ``.item()``, and the optimizer is a *fused* Adam, which takes the scaler's
+# "gradients overflowed" flag as a tensor and skips its update on the device. With the
+# default Adam, ``scaler.step`` reads that flag with ``.item()``, so every float16
+# step would wait for the GPU and no float32 one would. Fused Adam runs on CUDA, MPS
+# and CPU alike.
 import torch.nn.functional as F
 
 
@@ -231,11 +230,12 @@ plt.show()
 # -------------
 # :func:`effpt.bench.compare` times the steps themselves (they keep training the
 # models, which does not change their cost); :doc:`/explanations/timing` says how it
-# measures and when it calls a difference inconclusive. The
-# `Effective PyTorch guide <https://github.com/vahidk/EffectivePyTorch>`__ says that
-# autocast alone "can reduce your training up to half on modern hardware", a claim
-# about GPUs, where float16 products run on tensor cores. The expectation here is only
-# that autocast makes the step faster at all, judged by the interval the spread allows.
+# measures and when it calls a difference inconclusive. The `Effective PyTorch guide
+# <https://github.com/vahidk/EffectivePyTorch>`__ says that autocast alone "can reduce
+# your training up to half on modern hardware", a claim about GPUs, where float16
+# products run on tensor cores. The expectation here is only that autocast makes the
+# step faster at all. Predict before you run it: will it, on your machine? On a GPU
+# with tensor cores?
 from effpt.bench import compare
 from effpt.records import speedup
 
@@ -250,15 +250,12 @@ _ = expect(
 )
 
 # %%
-# On a CPU the intra-op thread pool splits each large operation over the cores. The
-# split pays only above a size that differs per operator and machine, a 16-bit kernel
-# may split better or worse than a float32 one, and where other processes occupy the
-# cores every operation waits for its slowest thread. So on a CPU with several
-# threads the same two steps are timed again on one thread (the number of threads is
-# restored afterwards); if the two verdicts differ, the thread pool decided the first
-# one, not the arithmetic. A GPU's kernels do not use these threads. The first line
-# prints the load average where the OS reports it (what it says:
-# :doc:`/explanations/timing`).
+# On a CPU the intra-op thread pool splits each large operation over the cores, above
+# a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
+# explains the pool and the load average). So on a CPU with several threads the same
+# two steps are timed again on one thread (restored afterwards); if the two verdicts
+# differ, the thread pool decided the first one, not the arithmetic. The first line
+# prints the load average where the OS reports it.
 import os
 
 if hasattr(os, "getloadavg"):
@@ -326,14 +323,15 @@ plt.show()
 # -----------------------------
 # :func:`torch.profiler.profile` records every operator a few steps run, and
 # ``key_averages()`` adds up each operator's *self* time (its own, without the
-# operators it calls). ``where_time_goes`` profiles one variant and sorts its operators
-# into a few kinds of work, in milliseconds per step. On a CUDA GPU the time is the
-# device's (on Apple's MPS the profiler sees only the host queueing the work). On a
-# CPU it is the time each operator took on the calling thread, waiting for the pool's
-# other threads included, so the CPU is profiled twice: with this machine's threads
-# and with one (restored afterwards). The sums take the rows recorded on the CPU
-# thread (:func:`effpt.profiling.profiler_rows`): on a GPU each kernel also has a row
-# of its own, whose time its operator's row already holds.
+# operators it calls). ``where_time_goes`` profiles one variant and sorts its
+# operators into a few kinds of work, in milliseconds per step.
+#
+# On a CUDA GPU the time is the device's (on Apple's MPS the profiler sees only the
+# host queueing the work). On a CPU it is each operator's time on the calling thread,
+# waiting for the pool's other threads included, so the CPU is profiled at this
+# machine's threads and at one (restored afterwards). The sums take the rows recorded
+# on the CPU thread (:func:`effpt.profiling.profiler_rows`): on a GPU a kernel's own
+# row is already counted in its operator's.
 from torch.profiler import ProfilerActivity, profile
 
 from effpt.profiling import profiler_rows
@@ -396,19 +394,18 @@ assert all(k["conv forward"] > 0 for k in per_kind.values()), per_kind
 
 # %%
 # Read the rows against the mechanisms. Autocast adds *copies and casts*: each
-# convolution's float32 weights (and the float32 input of the first one) are converted
-# to 16 bits in the forward pass, and their gradients back to float32 in the backward
-# pass; the float32 columns hold only the copies that the step makes in any dtype. Those
-# move half the bytes in 16 bits, so where they dominate the row, the 16-bit column's
-# copies and casts can take less time despite the casts it adds. The two
-# *conv* rows are where 16-bit products can win, and whether they do depends on the
-# kernels this build of PyTorch picks for these shapes: a small product may miss the
-# fast 16-bit path, and a 16-bit kernel may split worse over the threads than a
+# convolution's float32 weights (and the first one's float32 input) are converted to
+# 16 bits in the forward pass, and their gradients back to float32 in the backward
+# pass; the float32 columns hold only the copies that the step makes in any dtype.
+# Those move half the bytes in 16 bits, so the 16-bit column's copies and casts can
+# take less time despite the casts it adds.
+#
+# The two *conv* rows are where 16-bit products can win, if this build of PyTorch has
+# a fast 16-bit kernel for these shapes and it splits over the threads as well as the
 # float32 one. *Batch norm* and *ReLU* work in whatever dtype the convolutions hand
-# them; the *optimizer* updates float32 weights in every variant. Where the 16-bit
-# total is the larger, the rows say which kind of work made it so on this machine,
-# and on a CPU the one-thread columns say whether the thread pool had a hand in it;
-# where it is the smaller, the products gained more than the casts cost.
+# them; the *optimizer* updates float32 weights in every variant. Whichever total is
+# larger, the rows say which kind of work made it so, and on a CPU the one-thread
+# columns say whether the thread pool had a hand in it.
 
 # %%
 # How close to the matrix-multiply rate
@@ -446,18 +443,16 @@ assert flops > 0
 
 # %%
 # The step and the matrix products are timed separately, each with its own noise, so
-# read the shares as rough: one near or above 100 % says that the step runs as fast as
-# a plain matrix product, not faster than the hardware. A share far above 100 % says
-# that the large product ran slowly when it was timed: on a busy machine, because
-# other work took the cores just then; in bfloat16 on a CPU without native bfloat16,
-# because its generic path can reach a small fraction of float32's rate, so that even
-# a slow step beats it. Then the rate, not the step, is the outlier. A share well
-# below it means
-# either that the step spends its time outside the products (the casts, batch norm,
-# ReLU and optimizer rows of the profile above, which do not shrink with 16-bit
-# products), or that its products run far below a large product's rate (small shapes,
-# a kernel that splits badly over the threads): the *conv* rows say which. The larger
-# the products of a model are, the larger their share of a step, and the more
+# read the shares as rough: one near 100 % says that the step runs as fast as a plain
+# matrix product. One far above 100 % says that the large product ran slowly when it
+# was timed, because other work took the cores just then or, in bfloat16 on a CPU
+# without native bfloat16, because its generic path reaches a small fraction of
+# float32's rate: then the rate, not the step, is the outlier.
+#
+# A share well below 100 % means that the step spends its time outside the products
+# (the casts, batch norm, ReLU and optimizer rows above) or that its products run far
+# below a large product's rate (small shapes, a kernel that splits badly over the
+# threads): the *conv* rows say which. The larger a model's products, the more
 # autocast has to gain.
 
 # %%

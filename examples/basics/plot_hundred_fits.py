@@ -220,13 +220,14 @@ assert after_100["peak"] < 0.8 and after_100["inside"] < 0.6, after_100
 # Timing one training step
 # ------------------------
 # :func:`effpt.bench.compare` times one SGD step of all hundred networks each way
-# (:doc:`/explanations/timing` says how it measures). Both use the same SGD
-# update; the loop runs its dozen-odd small operations and an optimizer step once per
-# network, ``vmap`` runs each operation once, batched. The timed steps train the networks
+# (:doc:`/explanations/timing` says how it measures). Both use the same SGD update;
+# the loop runs its dozen-odd small operations and an optimizer step once per network,
+# ``vmap`` runs each operation once, batched. The timed steps train the networks
 # further, so a copy of the stacked weights taken before is put back after (the loop's
 # networks are not used again). Whether one batched call beats a hundred small ones
 # depends on the machine (how much each small operation costs to launch, how well one
-# large one uses the cores or the GPU), so it is stated as an expectation.
+# large one uses the cores or the GPU). Predict first: on your machine, does the one
+# batched step win?
 from effpt.bench import compare, speedup, synchronize
 from effpt.expect import expect
 

@@ -110,10 +110,11 @@ def train(params: list[torch.Tensor], steps: int, lr: float, step: float | None 
 # ------------------------------------------------------------------
 # First a float network. Rounding its weights after training ("post-training
 # quantisation") moves each by up to 1/8, and each error that rounding makes passes
-# through the network. Fine-tuning a copy with the fake-quantised forward pass lets the
-# weights settle on grid points that work together. How far that brings the error down
-# depends on the run, its random start and batches and the device's arithmetic over
-# 2,500 steps, so the page states it as expectations and prints their verdicts.
+# through the network. Fine-tuning a copy with the fake-quantised forward pass lets
+# the weights settle on grid points that work together. How far that brings the error
+# down depends on the run, its random start and batches and the device's arithmetic
+# over 2,500 steps, so the page states it as expectations and prints their verdicts.
+# Predict first: does training through the rounding at least halve the error?
 x_eval = torch.linspace(-2.0, 2.0, steps=200, device=device)[:, None]  # (points, 1)
 truth = torch.sin(2 * x_eval)
 

@@ -117,18 +117,19 @@ with torch.no_grad():
 # %%
 # What to expect
 # --------------
-# Count per position. The tiled path multiplies ``fa + fb = 320`` inputs by the weight,
-# ``Merge`` only ``fa = 64`` (plus ``fb`` once per sequence), so at long lengths the
-# projection does ``(fa + fb) / fa = 5`` times less arithmetic. Memory: at its peak
-# ``tile_and_concat`` holds the concatenation, the linear output and the activation,
-# ``320 + 64 + 64 = 448`` numbers per position, while ``Merge`` never holds more than
-# two ``(batch, n, out)`` tensors, 128 per position: a ratio of 3.5. Neither count
-# includes the inputs, which both share. Time is another matter. At short lengths the
-# fixed cost of each operator call can weigh as much as the arithmetic, and ``Merge``
-# makes four calls (two projections, an add, an activation) where the tiled path makes
-# three (copy, projection, activation); at any length the copy, the add, and how close
-# each matrix product runs to the machine's peak speed count too. The next two
-# sections measure the totals and then the parts.
+# Count per position. The tiled path multiplies ``fa + fb = 320`` inputs by the
+# weight, ``Merge`` only ``fa = 64`` (plus ``fb`` once per sequence), so at long
+# lengths the projection does ``(fa + fb) / fa = 5`` times less arithmetic. Memory: at
+# its peak ``tile_and_concat`` holds the concatenation, the linear output and the
+# activation, ``320 + 64 + 64 = 448`` numbers per position, while ``Merge`` never
+# holds more than two ``(batch, n, out)`` tensors, 128 per position: a ratio of 3.5.
+# Neither count includes the inputs, which both share.
+#
+# Time is another matter. At short lengths the fixed cost of each operator call can
+# weigh as much as the arithmetic, and ``Merge`` makes four calls where the tiled path
+# makes three; at any length the copy, the add, and how close each matrix product runs
+# to the machine's peak speed count too. Predict first: at the longest length, is
+# ``Merge`` faster on your machine, and by how much of the 5×?
 flops_ratio = (fa + fb) / fa
 memory_ratio = (fa + fb + out + out) / (2 * out)
 print(
@@ -232,10 +233,8 @@ if device.type == "cpu":  # the CPU allocator is handed exactly the tensors the 
 # profiler sees exactly the tensors the count names (plus ``b``'s ``(batch, 1, out)``
 # projection, which ``Merge`` holds at its peak too), so the ratio lands a hair under
 # 3.5; on a GPU, scratch memory that a matrix library takes from PyTorch's allocator
-# during the call would add to both peaks and pull the ratio below the count. Both the
-# speed-up and the memory ratio are stated as expectations: whether they hold depends
-# on the device, its allocator and its load. The next section shows what a speed-up
-# here is made of, and how a busy machine can inflate it.
+# would add to both peaks and pull the ratio below the count. The next section shows
+# what a speed-up here is made of, and how a busy machine can inflate it.
 from effpt.expect import expect
 
 n = lengths[-1]
@@ -293,18 +292,17 @@ for path, whole, step_records in (
 print("the steps add up to the wholes within 25 %:", add_up)
 
 # %%
-# The 64-wide projection does 5× less arithmetic than the 320-wide one, so if both
-# products ran at the same speed per operation, their ratio would be 5×. A narrow
-# matrix product often runs further from the machine's peak speed than a wide one,
-# which pulls the ratio below 5×; caches and the thread pool can move it either way.
-# On a shared machine a wall clock adds one more effect: it also counts the time the
-# operating system gave to other programs, and a longer call is interrupted more often
-# than a shorter one. The CPU time of the process (:func:`time.process_time`) counts
-# only the time its own threads ran, but not all of that is work: an OpenMP worker
-# that finishes its share spins for a while before it sleeps, and spinning counts as
-# CPU time (``OMP_WAIT_POLICY=PASSIVE`` makes workers sleep at once; the cell prints the
-# setting). On the CPU, the cell below measures the two projections both ways and
-# prints where each lands against the 5× of the arithmetic.
+# The 64-wide projection does 5× less arithmetic than the 320-wide one, so at equal
+# speed per operation their ratio would be 5×. A narrow matrix product often runs
+# further from the machine's peak than a wide one, which pulls the ratio below 5×;
+# caches and the thread pool can move it either way.
+#
+# On a shared machine the wall clock also counts the time the operating system gave to
+# other programs, and a longer call is interrupted more often. The process's CPU time
+# (:func:`time.process_time`) counts only its own threads, but an OpenMP worker that
+# finishes its share spins for a while before it sleeps, and spinning counts as CPU
+# time (``OMP_WAIT_POLICY=PASSIVE`` makes workers sleep at once; the cell prints the
+# setting). On the CPU, the cell below measures the two projections both ways.
 import statistics
 import time
 
@@ -351,21 +349,18 @@ _ = expect(
 )
 
 # %%
-# Where the wall clock's interval lands beyond the 5× and the CPU time within it, the
-# excess is time the process spent waiting (for a core, or with a thread asleep until
-# another finishes), not work that ``Merge`` saved, and the totals above carry the same
-# inflation; where the interval straddles the 5×, the wall clock cannot tell. Where the CPU
-# time lands beyond it too, either the narrow product did each operation faster than
-# the wide one on this machine (for instance because its smaller input stays in a
-# nearer cache), which no count of the arithmetic can show, or, on several threads with
-# spinning workers, the wide product's CPU time holds more spinning; one thread, or
-# ``OMP_WAIT_POLICY=PASSIVE``, tells the two apart. Besides the projections, the tiled path pays
-# for its copy, which ``Merge`` never makes, and ``Merge`` pays for an add that the
-# single linear layer did not need. Where the steps add up to the wholes, the parts
-# show where the wall-clock time went; where they do not (the load changed during the
-# measurement, or a step ran differently alone than in its path), this breakdown is
-# inconclusive. The figure shows how both measurements grow with the sequence length;
-# each point is a median, and each whisker spans the first to the third quartile.
+# A wall-clock ratio beyond the 5× with a CPU-time ratio within it is time spent
+# waiting (for a core, or for another thread), not work that ``Merge`` saved, and the
+# totals above carry the same inflation. A CPU-time ratio beyond it too means the
+# narrow product did each operation faster here (a nearer cache, say) or, on several
+# threads, that the wide product's CPU time holds more spinning; one thread or
+# ``OMP_WAIT_POLICY=PASSIVE`` tells the two apart.
+#
+# Besides the projections, the tiled path pays for its copy and ``Merge`` for an add.
+# Where the steps add up to the wholes, the parts show where the time went; where they
+# do not, this breakdown is inconclusive. The figure shows how both measurements grow
+# with the sequence length; each point is a median, and each whisker spans the first
+# to the third quartile.
 import matplotlib.pyplot as plt
 
 fig, (ax_time, ax_mem) = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
@@ -395,9 +390,11 @@ plt.show()
 # -------
 # - A linear layer on a concatenation is a sum of linear layers on its parts: project
 #   each part, then let broadcasting add the projections (``Merge``).
+#
 # - That skips the tiled copy and the projection of the repeated part: less arithmetic
 #   (up to ``(fa + fb) / fa``) and fewer numbers held at the peak (448 against 128 per
 #   position here, by count); the peaks measured on this device are printed above.
+#
 # - Read a speed-up with its interval and against what the counts allow: on a busy
 #   machine the wall clock can stretch long calls more than short ones, even when the
 #   interval is narrow; CPU time counts only this process's own threads, but counts

@@ -311,9 +311,9 @@ _ = claim("guide: torch.sum over a row loop").check(
 
 # %%
 # The guide's figures come from one machine; what this site expects of any machine is
-# looser. Whether one operator beats a loop of them by a wide margin, and whether
-# ``unbind`` beats indexing at all, depends on the machine: both are stated below as
-# expectations at the guide's size and checked against this run.
+# looser: that one operator beats a loop of them by a wide margin, and that ``unbind``
+# beats indexing at all, at the guide's size. Predict first: does ``unbind`` beat
+# indexing on your machine?
 at_500 = timings[500]
 expect(
     "torch.sum adds up the rows of a (500, 10) matrix more than 10× as fast as the m[i] loop",
@@ -335,11 +335,13 @@ _ = expect(
 # made. ``m[r]`` goes through Python's indexing protocol once per row: Python calls
 # ``m.__getitem__(r)``, PyTorch parses the index and dispatches one ``select``
 # operator, which makes one view. ``torch.unbind(m)`` is one operator call that makes
-# every view in C++. The cell below times the parts of both loops apart at the largest
-# height: making the views each way, and the ``+=`` alone over views made in advance.
-# If a loop cost no more than its parts, the loops would differ by exactly what making
-# the views differs by. The table prints, per row, each loop, its parts, and the rest:
-# what the loop costs beyond its two parts timed apart.
+# every view in C++.
+#
+# The cell below times the parts of both loops apart at the largest height: making the
+# views each way, and the ``+=`` alone over views made in advance. If a loop cost no
+# more than its parts, the loops would differ by exactly what making the views differs
+# by. The table prints, per row, each loop, its parts, and the rest: what the loop
+# costs beyond its two parts timed apart.
 rows = row_counts[-1]
 m = torch.rand(rows, 10, device=device)  # (rows, 10)
 ready_views = torch.unbind(m)  # made in advance, to time the += alone
@@ -395,15 +397,12 @@ _ = expect(
 
 # %%
 # Each figure in the table is a median of its own measurement, so a difference of two
-# of them carries both spreads (the tables above print them); where a spread is as wide
-# as the difference, that difference is noise. The loops were timed in an earlier cell
-# than their parts, so a change in the machine's load between the two cells shows up in
-# the rest too. Where the rest differs between the loops by more than that, the saving
-# is not just the cheaper making of the views. A positive difference means the indexing
-# loop costs more beyond its parts when its view and its ``+=`` run in one loop than
-# when each runs apart; a negative one means the unbind loop does, and it saves less
-# than its cheaper views alone would. The page times nothing finer than these parts;
-# a profiler of the Python interpreter would be the next tool.
+# of them carries both spreads (printed in the tables above), and the loops were timed
+# in an earlier cell than their parts. Where the rest differs between the loops by
+# more than the spreads, the saving is not just the cheaper making of the views:
+# running a view and its ``+=`` in one loop costs more (or less) than running each
+# apart. The page times nothing finer; a profiler of the Python interpreter would be
+# the next tool.
 
 # %%
 # The chart puts the three row sums side by side on a logarithmic time axis. Each point
@@ -434,13 +433,17 @@ plt.show()
 # -------
 # - Every overloaded operator is a named function; on booleans ``& | ^ ~`` are logical,
 #   on integers they are bitwise.
+#
 # - ``x += y`` writes into ``x``'s memory, visible through every alias; autograd
 #   refuses it on a leaf that requires grad and catches it at ``backward()`` where it
 #   saved the old value. ``x = x + y`` makes a new tensor.
+#
 # - ``and``, ``or`` and ``not`` do not work element-wise; use ``&``, ``|``, ``~``, and
 #   parenthesise comparisons: ``(a > 0) & (b > 0)``.
+#
 # - Every indexing expression is an operator call with a fixed cost: replace Python
 #   loops over rows by one batched operation such as :func:`torch.sum`, and read its
 #   gain on your machine in the timings above.
+#
 # - ``torch.unbind`` makes every row view in one call; the ``+=`` per row remains. The
 #   table above splits what it saved here between making the views and the rest.

@@ -171,16 +171,15 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # %%
 # Advanced indexing or index_select: rows, checks and threads
 # -----------------------------------------------------------
-# Both do the same job, but not the same work. Advanced indexing is a general kernel:
-# on a CPU it copies the output one *number* at a time, each from an address computed
-# from the index that applies (reading and checking that index once per row when, as
-# here, a whole row shares one). :meth:`~torch.Tensor.index_select` knows that whole
-# rows are picked: it reads and checks each index once per *row* and copies the row in
-# one piece. With rows of one number both do the same work per number copied; the
-# wider the rows, the more per-number work index_select saves. On one thread that is
-# the main difference, so its lead should grow with the width of a row. The function
-# below picks 8,192 rows both ways; each of 7 rounds times the two back to back, so
-# that a change in the machine's load hits both alike.
+# Both do the same job, but not the same work. On a CPU, advanced indexing is a
+# general kernel that copies the output one *number* at a time, each from an address
+# computed from its index. :meth:`~torch.Tensor.index_select` knows that whole rows are
+# picked: it reads and checks each index once per *row* and copies the row in one
+# piece. With rows of one number both do the same work; the wider the rows, the more
+# index_select saves, so on one thread its lead should grow with the width.
+#
+# The function below picks 8,192 rows both ways; each of 7 rounds times the two back
+# to back, so that a change in the machine's load hits both alike.
 import statistics
 from contextlib import contextmanager
 from functools import partial
@@ -217,16 +216,13 @@ def index_select_lead(width: int, rounds: int = 7) -> Ratio:
 
 
 # %%
-# With more threads a second difference enters. Each CPU kernel decides for itself
-# above which size it splits its work among PyTorch's intra-op threads (in torch's
-# source at the time of writing, advanced indexing above 3,000 numbers copied and
-# index_select above 32,768: with 8,192 rows, only advanced indexing splits at rows 1
-# and 4 numbers wide, both from 16 on). Waking the threads and waiting for the last one
-# is a fixed cost, typically microseconds, far more when other programs keep the cores
-# busy: where only one kernel pays it, the ratio shows which woke the pool, not which
-# does less work per number. On a GPU the CPU's pool plays no part, and at 8,192 rows the
-# launches and Python's share of the call can outweigh the copy, flattening the ratio.
-# So the rows are picked on one thread and on all of PyTorch's threads:
+# With more threads a second difference enters: each CPU kernel splits its work among
+# the intra-op threads above a size of its own (in torch's source at the time of
+# writing, advanced indexing above 3,000 numbers copied, index_select above 32,768: at
+# rows 1 and 4 numbers wide only advanced indexing splits). Waking the pool is a fixed
+# cost (:doc:`/explanations/timing` explains it), so where only one kernel pays it the
+# ratio shows which woke the pool, not which does less work. A GPU does not use the
+# CPU's pool. So the rows are picked on one thread and on all of PyTorch's threads:
 all_threads = torch.get_num_threads()
 # A GPU kernel does not use the CPU's thread pool: one column there.
 thread_counts = sorted({1, all_threads}) if device.type == "cpu" else [all_threads]
@@ -246,9 +242,10 @@ for width in widths:
     print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>20}" for t in thread_counts))
 
 # %%
-# The expectation from copying whole rows alone: the lead at rows 16 numbers wide is
-# at least 1.5 times the lead at rows of one number. Each column gets its verdict; the
-# machine it names says how many threads ran.
+# Predict first: on one thread, is index_select's lead at rows 16 numbers wide at least
+# 1.5 times its lead at rows of one number, as copying whole rows alone suggests? And
+# on all threads? Each column gets its verdict; the machine it names says how many
+# threads ran.
 from effpt.expect import expect
 
 for threads in thread_counts:
@@ -265,31 +262,25 @@ for threads in thread_counts:
 
 # %%
 # On one thread, a lead that grows with the width is the row-at-a-time copy at work;
-# where it shrinks again at the widest rows, moving the bytes themselves has taken
-# over, at a width set by the device's caches and memory. Where the all-threads column
-# tells another story (a lead at rows of one or four numbers far from the one-thread
-# one, a lead that jumps or vanishes from one width to the next), the thread pool most
-# likely made the difference: a kernel that wakes the pool for a few microseconds of
-# work can lose to one that does not, and win once the work it splits is large enough. On a GPU, a column near
-# 1× is launch overhead at work. What to take away is the mechanism, not a ranking:
-# measure on the machine, and at the thread count, that will run the code. The rows
-# in the rest of this page are 8 numbers wide.
+# one that shrinks again at the widest rows means moving the bytes has taken over. An
+# all-threads column far from the one-thread one is most likely the thread pool's
+# doing; on a GPU, a column near 1× is launch overhead. Take away the mechanism, not a
+# ranking, and measure at the thread count that will run your code. The rows in the
+# rest of this page are 8 numbers wide.
 #
 # The hardened version, and the trap it avoids
 # --------------------------------------------
 # The flat index has a trap: a negative index, which the loop reads from the end of
-# its own rows, reaches into the *previous* element's rows instead. With three batch
-# elements of four rows each, the first picking its row 0 and the others row ``-1``,
-# the loop returns 0, 7 and 11; both flat versions hand the last two elements their
-# neighbour's last row. An index past the end of its own rows (``4`` here) reaches
-# into the *next* element's rows the same way. (Where the very first element's index
-# is negative, index_select at least raises: the position falls before the start of
-# the table.)
+# its own rows, reaches into the *previous* element's rows. With three elements of four
+# rows each, the first picking row 0 and the others row ``-1``, the loop returns 0, 7
+# and 11; both flat versions hand the last two their neighbour's last row. An index
+# past the end (``4`` here) reaches into the *next* element's rows the same way.
+#
 # :func:`effpt.ops.batch_gather` is ``gather_index_select`` hardened: it checks shapes,
 # dtypes and devices with errors that name them, maps negative indices into their own
-# row, does its bounds arithmetic in int64 whatever the index's integer dtype, and
-# sends an index outside ``[-rows, rows)`` past the end of the table, so that
-# index_select raises instead of quietly reading a neighbouring row.
+# row, does its bounds arithmetic in int64, and sends an index outside
+# ``[-rows, rows)`` past the end of the table, so that index_select raises instead of
+# quietly reading a neighbour's row.
 from effpt.ops import batch_gather
 
 tiny = torch.arange(12.0, device=device).reshape(3, 4, 1)  # (batch, rows, features)
@@ -450,10 +441,8 @@ for name in variants:
 # on any device. A vectorised version runs the same few operations at every batch
 # size: while their fixed cost (see :doc:`plot_where_time_goes`) outweighs the
 # copying, its time barely grows, so over this range its slope should come out below
-# the loop's. Once the copying dominates, it too grows in proportion to the batch, and
-# on a CPU with several threads a kernel that starts splitting its work among them at
-# some batch size adds a step to its line, a tall one when other programs keep the
-# cores busy, since the split waits until every thread gets a core.
+# the loop's. Once the copying dominates, it too grows in proportion to the batch; on a
+# CPU, a kernel that starts using the thread pool at some batch size adds a step.
 expect(
     "The Python loop's cost grows nearly in proportion to the batch",
     slope("python loop"),
@@ -469,21 +458,17 @@ _ = expect(
 )
 
 # %%
-# Each batch size is a separate comparison, seconds after the previous one, and the
-# machine's load can change in between; a point that leaves its line's trend, above
-# all one with a long bar (repeats that disagree), says more about the machine than
-# about the method. Trust the trend, and a ratio only as far as its interval.
+# Each batch size is a separate comparison, and the machine's load can change in
+# between: trust the trend, and a point with a long bar only as far as its interval.
 #
 # The guide's claims against this machine
 # ---------------------------------------
 # The Effective PyTorch guide claimed two speed-ups for this loop, one for scripting it
-# and one for vectorising it. Its vectorised code called ``.cuda()``, so that claim was
-# measured on a GPU, and on another device its verdict says the comparison is not like
-# for like. For scripting the guide names no device, so that claim is scored on
-# whatever device runs this page. The claims are written once, in :mod:`effpt.claims`, which this page and
-# the site's :doc:`/measurements` page both read; :meth:`~effpt.claims.Claim.check`
-# prints each beside this run's ratio at a batch of 4096, a size timed on every
-# device, with the guide's own vectorised form: flat + offset, an advanced index.
+# and one for vectorising it. Its vectorised code called ``.cuda()``, so that claim is
+# scored only on a GPU; for scripting the guide names no device. The claims are written
+# once, in :mod:`effpt.claims` (the :doc:`/measurements` page reads them too);
+# :meth:`~effpt.claims.Claim.check` prints each beside this run's ratio at a batch of
+# 4096, with the guide's own vectorised form, flat + offset.
 from effpt.claims import claim
 
 at_4096 = {r.variant: r for r in records[4096]}
@@ -518,15 +503,16 @@ print(
 # Summary
 # -------
 # - A Python loop over the batch costs a few small operations per element. Scripting
-#   it with TorchScript keeps those operations; vectorising replaces them, and the
-#   expectation above compares the two gains on this machine. :func:`torch.compile`
+#   it keeps those operations; vectorising replaces them. :func:`torch.compile`
 #   unrolls the loop into a graph that grows with the batch and is tied to its size.
+#
 # - One flat index (batch offset plus row) does the same work in a single call; create
 #   its offsets on the data's device, never with ``.cuda()``.
+#
 # - ``index_select`` copies whole rows where an advanced index copies number by
-#   number. On one thread that should favour it more the wider the rows (the verdicts
-#   above say whether it did here); on several threads each kernel starts splitting its
-#   work at its own size, which can reverse the ranking. Measure the two at the thread
-#   count your code runs with.
+#   number, which should favour it more the wider the rows; on several threads each
+#   kernel splits its work at its own size, which can reverse the ranking. Measure at
+#   the thread count your code runs with.
+#
 # - Flat indices turn negative or out-of-range indices into silent reads from a
 #   neighbouring element; :func:`effpt.ops.batch_gather` guards against both.

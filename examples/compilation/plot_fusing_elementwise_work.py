@@ -197,12 +197,14 @@ if device.type == "cpu" and not torch._C._llvm_enabled():
 # A fused IoU must read two boxes of four float32 numbers and write one number per
 # pair: 36 bytes. As a yardstick, every comparison also times a plain copy that moves
 # as many bytes (18 read, 18 written per pair), in the same comparison as the variants
-# so that a change in the machine's load falls on it too. On a CPU, PyTorch splits an
-# operation over its intra-op threads only above a size, and a compiled loop may start
-# its threads on every call, so each size is timed twice there: on all of PyTorch's
-# threads, then on one (:func:`torch.set_num_threads`, restored afterwards). The
-# thread count is part of the global state that :func:`torch.compile` guards on, so
-# the first one-thread call compiles the function once more, in the untimed warm-up.
+# so that a change in the machine's load falls on it too.
+#
+# On a CPU each size is timed on all of PyTorch's threads, then on one
+# (:func:`torch.set_num_threads`, restored afterwards), because an operation is split
+# over the intra-op threads only above a size (:doc:`/explanations/timing`) while a
+# compiled loop may start its threads on every call. The thread count is part of what
+# :func:`torch.compile` guards on, so the first one-thread call compiles once more, in
+# the untimed warm-up.
 from effpt.bench import compare
 
 sizes = (
@@ -276,17 +278,13 @@ for (name, t), row in bandwidth.items():
 
 # %%
 # On the left, time per call with its interquartile range; on the right, effective
-# bandwidth; solid lines ran on all threads, dashed ones on one. Two things bend these
-# lines. *Caches*: where the bytes outgrow one, memory slows the copy on both thread
-# counts, and a fused kernel bound by memory with it. *Threads*: an eager operation or
-# a copy is split over the intra-op threads only above a grain size (32,768 elements
-# for elementwise work on a CPU), and waking them costs microseconds, far more on a
-# busy machine; where that outweighs the work, the all-threads line dips below the
-# one-thread line. The two thread counts are timed one after the other, so a change in
-# the machine's load between them also moves one line against the other. Below the
-# grain size both runs use one thread, and a gap there is that drift alone; only above
-# it can a gap be the threads' doing. The lines under the figure compare the copy on
-# the two thread counts at each size, and say which side of the grain size it is on.
+# bandwidth; solid lines ran on all threads, dashed ones on one. *Caches* bend both:
+# where the bytes outgrow one, memory slows the copy, and a fused kernel bound by
+# memory with it. *Threads* bend the all-threads line: below the grain size (32,768
+# elements for elementwise work on a CPU) an eager operation or a copy stays on one
+# thread, so a gap between the lines there is only the load's drift between the two
+# blocks of timings. The lines under the figure compare the copy on the two thread
+# counts at each size, and say which side of the grain size it is on.
 #
 # The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while
 # the IoU writes one byte for every eight it reads, and on most CPUs a write first
@@ -343,18 +341,18 @@ fuser = records.get(("TorchScript fuser", 10**5, threads))  # None where it did 
 _ = claim("notebook: fused box IoU").check(records["eager", 10**5, threads], fuser)
 
 # %%
-# Below are, per thread count, each variant's speed-up over eager at the smallest size,
-# the notebook's and the largest, with its interval and verdict, then the compiled
-# kernel's share of the copy's bandwidth at the largest size. At the smallest size both
-# versions pay mostly fixed costs. The compiled function adds its own: a check of its
-# guards and a call into the generated code. On a CPU, where the compilation cell
-# printed that the C++ loop opens an OpenMP parallel region, it opens it on every call,
-# whatever the size, while eager's operations stay on the calling thread below the grain
-# size; with several threads each compiled call then wakes the others. Where the page
-# ran on several threads, the last expectation says what that cost here. At the
-# smallest size eager runs on one thread whatever the count, so its own gap between
-# the two counts, printed last, is the load's drift between the two blocks of timings;
-# read the compiled function's gap against it.
+# Below are, per thread count, each variant's speed-up over eager at the smallest
+# size, the notebook's and the largest, with its interval and verdict, then the
+# compiled kernel's share of the copy's bandwidth at the largest size. At the smallest
+# size both versions pay mostly fixed costs, and the compiled function adds a check of
+# its guards and a call into the generated code. Where the compilation cell printed
+# that the C++ loop opens an OpenMP parallel region, it does so on every call,
+# whatever the size.
+#
+# Predict first: at the smallest size, does the compiled function run faster on one
+# thread than on all of them? Eager stays on one thread there whatever the count, so
+# its gap between the two counts, printed last, is the load's drift: read the compiled
+# function's gap against it.
 from effpt.expect import expect
 
 for t in thread_counts:
@@ -397,11 +395,14 @@ if len(thread_counts) > 1:
 # -------
 # - Eager PyTorch runs one kernel, and one pass over memory, per elementwise
 #   operation; a fused kernel makes one pass for the whole chain.
+#
 # - :func:`torch.compile` fuses such chains on CPU and GPU; with ``dynamic=True`` one
 #   compilation serves every size. Report its compile time apart from its run time.
+#
 # - Judge a kernel bound by memory by its effective bandwidth against a copy of the
 #   same bytes timed beside it, not by its time alone. Time small sizes on one thread
 #   and on all: waking the intra-op threads can cost more than the work, and a dip
 #   caused by threads is not a cache's.
+#
 # - TorchScript's fuser is legacy: standard CPU wheels do not fuse at all, and on an
 #   NVIDIA GPU it depends on NVRTC at run time.

@@ -51,9 +51,11 @@ print(describe(device))
 # ----------------------------------------------------
 # A CUDA (or MPS) call returns as soon as the kernel is queued; the GPU works while
 # Python moves on. A timer stopped right after the call measures the queueing, not the
-# work. ``synchronize`` below waits for the queue to drain; a CPU operator has finished
-# when it returns, so there it does nothing. Without a GPU the cell builds the same
-# situation on the CPU: a worker thread plays the GPU, and ``submit`` plays the launch.
+# work. ``synchronize`` below waits for the queue to drain; a CPU operator has
+# finished when it returns, so there it does nothing. Without a GPU the cell builds
+# the same situation on the CPU: a worker thread plays the GPU, and ``submit`` plays
+# the launch. Predict first: how much longer than the launch does waiting for the work
+# take?
 from concurrent.futures import ThreadPoolExecutor
 
 from effpt.expect import expect

@@ -33,6 +33,7 @@ To run this page on its own: ``pip install effpt==0.3.0 --find-links https://eff
 # iterations depends on the input. :func:`torch.jit.script` still compiles it. Recent
 # releases of PyTorch also warn that TorchScript is deprecated, some with a
 # ``DeprecationWarning``, others with a ``FutureWarning``; older ones stay silent.
+#
 # This site is built with deprecation warnings from torch turned into errors, so that
 # no page teaches a deprecated API by accident; a page that calls TorchScript on
 # purpose therefore catches its warning. This cell catches it and prints it. After
@@ -217,7 +218,8 @@ assert torch.equal(loaded(example), model(example))
 # So it is right where the trace was wrong, at the price of one compilation per new
 # case. Below, inputs of one to four dimensions, all 2s: the first call with each new
 # number of dimensions compiles, and is timed apart from the calls after it, which
-# :func:`effpt.bench.time_callable` times (how: :doc:`/explanations/timing`).
+# :func:`effpt.bench.time_callable` times (how: :doc:`/explanations/timing`). Predict
+# first: does a compilation cost more than ten later calls on your machine?
 import time
 
 from effpt.bench import format_seconds, time_callable
@@ -417,12 +419,15 @@ assert not workdir.exists()
 # - TorchScript is deprecated (recent releases warn on ``torch.jit.script``, ``trace``,
 #   ``save`` and ``load``); keep it only to read old models, and silence its warning by
 #   message and module, not by category, which has changed between releases.
+#
 # - Tracing records one run: loops and branches that depend on the input are frozen
 #   to the example's path, silently. Scripting needs a type for every argument that
 #   is not a tensor (``List``, ``Tuple``, ``Optional`` in older code).
+#
 # - :func:`torch.compile` captures while running and compiles again when a guard fails,
 #   so control flow stays correct; each new case costs a compilation, which Inductor's
 #   on-disk cache can shorten when it already holds the code. ``torch._dynamo.explain`` shows
 #   where graphs break.
+#
 # - :func:`torch.export.export` plus :func:`torch.export.save` replaces tracing and
 #   ``torch.jit.save`` for deployment.

@@ -228,15 +228,14 @@ plt.show()
 
 # %%
 # One fixed cost never shows at one element: dispatching work to the thread pool.
-# Above the size from which a kernel splits its work, it hands the pieces to the pool's
-# threads, wakes them and waits for the last one, longer still when other programs keep
-# the cores busy. That is where an all-threads curve above can jump by far more than
-# its work grows; past the jump it can fall back below the one-thread curve, once the
-# split work outweighs the dispatch. For the addition, the first size measured above
-# its threshold is 65,536 elements, little work to split: there the pool can cost more
-# than it saves. The gap between the two timings is the cost of dispatch less the time
-# the split saves: positive where the pool costs more than it saves, negative where it
-# pays off.
+# Above the size from which a kernel splits its work, it hands the pieces to the
+# pool's threads, wakes them and waits for the last one (:doc:`/explanations/timing`).
+# That is where an all-threads curve above can jump by far more than its work grows,
+# and fall back below the one-thread curve once the split work outweighs the dispatch.
+#
+# For the addition, the first size measured above its threshold is 65,536 elements,
+# little work to split. The gap printed below is the cost of dispatch less the time
+# the split saves: positive where the pool costs more than it saves.
 if len(thread_counts) > 1:
     split = min(s for s in add_sizes if s > 32_768)  # torch's elementwise threshold
     one, every = add_times[1][split], add_times[all_threads][split]
@@ -261,13 +260,13 @@ else:
 # The same notebook offers a rule of thumb: with operands of "100s of elements, not
 # single elements", the time Python and PyTorch's bookkeeping take is unlikely to be
 # what slows a program down. Taken generously: at 1,024 elements an operation should
-# take over twice its fixed cost, that is, no longer be overhead-bound. The verdict
-# must compare work with fixed cost, so it reads the timing without a thread pool: one
-# thread on a CPU, the device itself on a GPU. On all threads, a kernel that splits
-# 1,024 elements across the pool pays another fixed cost, the hand-off, and twice the
-# one-element time would then measure that hand-off rather than the work; the line
-# under each verdict prints it instead. Each verdict's interval comes from the
-# quartiles of the time at 1,024 elements.
+# take over twice its fixed cost, that is, no longer be overhead-bound.
+#
+# The verdict compares work with fixed cost, so it reads the timing without a thread
+# pool: one thread on a CPU, the device itself on a GPU. On all threads the hand-off
+# to the pool is another fixed cost, which the line under each verdict prints. Predict
+# first: is an addition of 1,024 elements overhead-bound on your machine? A matrix
+# product of that size?
 from effpt.records import Ratio
 
 t0 = thread_counts[0]  # one thread on a CPU, the device on a GPU: no pool in the way
@@ -291,14 +290,12 @@ for op, times, name in (
         )
 
 # %%
-# Where a verdict holds, an operation on a thousand elements spends most of its time
-# on work here, as the rule says. Where it does not, such an operation still spends
-# most of its time on fixed costs, and so would a program made of many of them. Where
-# the all-threads time is many times the one-thread time, the difference is the
-# hand-off to the pool, a fixed cost on top: the operation got slower, not busier. The
-# cure is the same in both failing cases: fewer, larger operations. Later pages of
-# this family apply it, by vectorising a loop (:doc:`plot_batch_gather`) and by fusing
-# a chain of elementwise operations into one kernel (:doc:`plot_fusing_elementwise_work`).
+# Where a verdict does not hold, an operation on a thousand elements still spends most
+# of its time on fixed costs, and so would a program made of many of them; an
+# all-threads time many times the one-thread time is the hand-off, a fixed cost on
+# top. The cure is the same: fewer, larger operations. Later pages of this family
+# apply it, by vectorising a loop (:doc:`plot_batch_gather`) and by fusing a chain of
+# elementwise operations into one kernel (:doc:`plot_fusing_elementwise_work`).
 
 # %%
 # Summary
@@ -306,11 +303,14 @@ for op, times, name in (
 # - Every operation pays a fixed cost (Python, dispatcher, allocation, autograd
 #   bookkeeping, and on a GPU the launch) before it does any work; measure it as the
 #   flat start of time against size.
+#
 # - On a CPU with several threads, an operation above a size set by its kernel also
 #   pays to dispatch its work to the thread pool. Just above that size it can be slower
 #   than on one thread; measure both where small operations matter.
+#
 # - An operation is overhead-bound until its work outweighs its fixed costs; where that
 #   happens depends on those costs and on how fast its work grows with its size.
+#
 # - "Hundreds of elements" is a rule of thumb; where the line lies for your operations,
 #   device and thread count is one measurement away. Batch small operations into large
 #   ones.

@@ -257,7 +257,8 @@ if __name__ == "__main__":
 # Loading in worker processes
 # ---------------------------
 # With ``num_workers=2`` two processes read and collate batches while the main process
-# consumes them. Each worker gets its own copy of the dataset. One epoch each way, timed
+# consumes them. Each worker gets its own copy of the dataset. Predict first: do two
+# workers load an epoch faster than none on your machine? One epoch each way, timed
 # with :func:`effpt.bench.compare` (:doc:`/explanations/timing` says how it measures):
 from multiprocessing import get_all_start_methods
 
@@ -293,15 +294,17 @@ if __name__ == "__main__":
 # sphinx_gallery_end_ignore
 
 # %%
-# Workers pay off when reading and decoding a batch takes longer than sending it between
-# processes, and when an epoch is long enough to repay starting the workers (a fresh
-# start every epoch, by default). With two workers and two idle cores the ideal is twice
-# the rate of one process. The verdict above is what this machine measured: where it
-# does not hold, the decoding the two workers shared out saved less time than they cost:
-# starting them, shipping their batches back, and, where fewer than two cores are idle
-# (a one-core machine, or one busy with other work), competing with the main process and
-# each other for the cores there are. :doc:`plot_streaming_tar_shards`
-# measures the rate against the number of workers, and an option that cuts the start-up.
+# Workers pay off when reading and decoding a batch takes longer than sending it
+# between processes, and when an epoch is long enough to repay starting the workers (a
+# fresh start every epoch, by default). With two workers and two idle cores the ideal
+# is twice the rate of one process.
+#
+# The verdict above is what this machine measured: where it does not hold, the
+# decoding the two workers shared out saved less time than they cost: starting them,
+# shipping their batches back, and, where fewer than two cores are idle (a one-core
+# machine, or one busy with other work), competing with the main process and each
+# other for the cores there are. :doc:`plot_streaming_tar_shards` measures the rate
+# against the number of workers, and an option that cuts the start-up.
 if __name__ == "__main__":
     workdir.cleanup()
 

@@ -191,9 +191,11 @@ assert naive_cross_entropy(logits, labels).item() == math.inf
 # subtracted, the small probability is ``exp(-z) / (1 + exp(-z))``; it rounds to 0, and
 # its log to ``-inf``, once ``exp(-z)`` falls below half of float32's smallest subnormal
 # (1.4e-45), a gap of ``ln(2 / 1.4e-45)`` ≈ 103.97. Later, not earlier, but still a
-# failure at logits a trained classifier can reach. The scan runs on the CPU, whose
-# float32 keeps subnormal numbers; a device that flushes them to zero fails sooner, as
-# soon as ``exp(-z)`` drops below the smallest *normal* number (also printed).
+# failure at logits a trained classifier can reach.
+#
+# The scan runs on the CPU, whose float32 keeps subnormal numbers; a device that flushes
+# them to zero fails sooner, as soon as ``exp(-z)`` drops below the smallest *normal*
+# number (also printed).
 gaps = torch.arange(8_000, 11_000) / 100  # 80.00 to 109.99, float32, on the CPU
 pairs = torch.stack([gaps, torch.zeros_like(gaps)], dim=1)  # (steps, 2): logits [z, 0]
 pair_labels = torch.full_like(pairs, 0.5)  # (steps, 2)
@@ -317,8 +319,9 @@ assert table["softmax(logits)"][0] > 1.0
 # ``NLLLoss`` on logits returns ``-5``, a "loss" that falls without bound as the correct
 # logit grows, and on probabilities a negative number as well. ``CrossEntropyLoss`` on
 # log-probabilities happens to be right, because ``log_softmax`` of log-probabilities
-# changes nothing (their ``logsumexp`` is ``log 1 = 0``). ``CrossEntropyLoss`` on the
-# *output of a softmax* is the common bug, and it fails quietly: the inputs lie in
+# changes nothing (their ``logsumexp`` is ``log 1 = 0``).
+#
+# ``CrossEntropyLoss`` on the *output of a softmax* is the common bug, and it fails quietly: the inputs lie in
 # [0, 1], so a second softmax can never be confident. The loss cannot fall below
 # ``ln(1 + (C - 1)/e)`` for ``C`` classes, and the gradient that reaches the logits is
 # ``C`` times smaller at the start: at equal inputs, a softmax scales every change of its

@@ -151,14 +151,15 @@ assert each == {"sum of nbytes": depth * unit, "activations": depth * unit, "par
 # ---------------------------
 # PyTorch's ``torch.utils.checkpoint`` documentation recommends the non-reentrant form
 # and asks callers to pass ``use_reentrant`` explicitly. The reentrant form runs the
-# function under ``no_grad`` and wraps it in one autograd function whose inputs are
-# only the tensors passed to it; the parameters inside are not among them. When no
-# input requires a gradient, as with a batch of data, the output does not either, and
-# the parameters inside get no gradient, with a warning as the only sign. The same
-# documentation lists what else only the non-reentrant form does: it works with
-# :func:`torch.autograd.grad` and ``backward(inputs=...)``, accepts detached tensors and
-# nested inputs, and stops recomputing once it has the tensors the backward pass needs.
-# Below, only the first block is checkpointed, once each way.
+# function under ``no_grad`` inside one autograd function whose inputs are only the
+# tensors passed to it, not the parameters inside. When no input requires a gradient,
+# as with a batch of data, the parameters inside get no gradient, with a warning as
+# the only sign.
+#
+# Only the non-reentrant form also works with :func:`torch.autograd.grad` and
+# ``backward(inputs=...)``, accepts detached tensors and nested inputs, and stops
+# recomputing once it has the tensors the backward pass needs. Below, only the first
+# block is checkpointed, once each way.
 import warnings
 
 missing = {}
@@ -214,14 +215,14 @@ assert min(by_segments, key=by_segments.get) == 10, by_segments
 # Fewer segments keep fewer inputs but a longer last segment; more segments the other
 # way round. The sum ``(s - 1) · i + (depth / s) · a``, with ``i`` the bytes of a
 # segment's input and ``a`` the bytes one block saves, is smallest near
-# ``s = sqrt(depth · a / i)``, where the inputs kept and the last segment weigh about
-# the same. When a block saves about as much as its input, that is the square-root
-# rule of Chen, Xu, Zhang and Guestrin ("Training Deep Nets with Sublinear Memory
-# Cost", 2016): about ``sqrt(depth)`` segments. These blocks save five times their
-# input, so the rule moves to ``sqrt(5 · 20) = 10`` segments, the minimum counted
-# above. The rule is about what stays between the two passes; during
-# the backward pass each checkpointed segment is recomputed in turn, briefly holding
-# its own activations again, after the last segment's have been freed.
+# ``s = sqrt(depth · a / i)``. When a block saves about as much as its input, that is the
+# square-root rule of Chen, Xu, Zhang and Guestrin ("Training Deep Nets with Sublinear
+# Memory Cost", 2016). These blocks save five times their input, so the rule moves to
+# ``sqrt(5 · 20) = 10`` segments, the minimum counted above.
+#
+# The rule is about what stays between the two passes; during the backward pass each
+# checkpointed segment is recomputed in turn, briefly holding its own activations
+# again.
 
 # %%
 # The same gradients, bit for bit
@@ -258,18 +259,20 @@ assert all(identical.values()), identical
 # What the recomputation costs in time
 # ------------------------------------
 # By the count of multiplications, a forward pass is a third of a step, since a linear
-# layer's backward pass does two products as large as its forward one (one for the
-# input's gradient, one for the weight's). A checkpointed block runs its forward pass
-# again, but the non-reentrant form stops as soon as it has every tensor the backward
-# pass needs. Here the last one is ``down``'s input, saved before ``down`` multiplies,
-# so ``down``'s product is skipped: the recomputation is about half a forward pass by
-# that count. The Python work of each checkpoint comes on top, and a machine's time
-# shares can differ from the count, so the forward pass is timed too. With ``s``
-# segments, ``(s - 1) / s`` of the blocks are recomputed. :func:`effpt.bench.compare`
-# times whole training steps of every variant, taking turns (how it measures:
-# :doc:`/explanations/timing`). The expectations: checkpointing every block makes a
-# step slower, and by less than half a step; the second fails where the checkpoints'
-# Python work or the recomputed products take half a step or more.
+# layer's backward pass does two products as large as its forward one. A checkpointed
+# block runs its forward pass again, but the non-reentrant form stops as soon as it
+# has every tensor the backward pass needs. Here the last one is ``down``'s input,
+# saved before ``down`` multiplies, so ``down``'s product is skipped: the
+# recomputation is about half a forward pass by that count, plus the Python work of
+# each checkpoint.
+#
+# :func:`effpt.bench.compare` times whole training steps of every variant, taking
+# turns, and the forward pass alone, since a machine's shares can differ from the count
+# (how it measures: :doc:`/explanations/timing`); with ``s`` segments,
+# ``(s - 1) / s`` of the blocks are recomputed. Predict first: on your machine, does
+# checkpointing every block make a step slower by less than half? The second
+# expectation fails where the checkpoints' Python work or the recomputed products take
+# half a step or more.
 from effpt.bench import compare
 from effpt.expect import expect
 from effpt.records import speedup
@@ -329,13 +332,11 @@ _ = expect(
 )
 
 # %%
-# The recomputation runs the forward pass's kernels at the same sizes, so on a CPU
-# the intra-op thread pool speeds them as it speeds the rest of the step. The Python
-# work of each checkpoint gets no faster with more threads, so the ratio can differ
-# between one thread and many. To see whether threads decided the verdict, the two
-# steps are timed again on one thread (the number of threads is restored afterwards).
-# The first line prints the load average where the OS reports it (what it says:
-# :doc:`/explanations/timing`).
+# The recomputed kernels gain from the intra-op thread pool as the rest of the step
+# does; each checkpoint's Python work does not, so the ratio can differ between one
+# thread and many (:doc:`/explanations/timing` explains the pool and the load average
+# printed first). The two steps are therefore timed again on one thread, restored
+# afterwards.
 import os
 
 if hasattr(os, "getloadavg"):
@@ -366,17 +367,16 @@ else:
 # Peak memory
 # -----------
 # On CUDA, :func:`torch.cuda.max_memory_allocated` reports the most memory the
-# allocator has held for tensors since :func:`torch.cuda.reset_peak_memory_stats`.
-# The peak of a step includes the weights' gradients and the backward pass's
-# temporaries as well as the saved activations, so the ratio of the two peaks is
-# smaller than the ratio of the saved bytes; checkpointing lowers the peak by much only
-# where activations make up much of it.
-# The expectation: checkpointing every block lowers the peak. A CPU shows the saved
-# bytes (they are the same on every device) but not this peak: torch keeps no peak
-# counter for CPU memory, and the process's resident memory also holds Python, the
-# allocator's free blocks and every other page this process touched.
-# The broadcasting page :doc:`/auto_examples/broadcasting/plot_broadcast_merge` reads
-# a CPU peak from the profiler's memory events instead.
+# allocator has held for tensors since :func:`torch.cuda.reset_peak_memory_stats`. The
+# peak of a step also holds the weights' gradients and the backward pass's
+# temporaries, so it falls by less than the saved bytes do. The expectation:
+# checkpointing every block lowers the peak.
+#
+# A CPU shows the saved bytes (the same on every device) but not this peak: torch
+# keeps no peak counter for CPU memory, and the process's resident memory also holds
+# Python and the allocator's free blocks.
+# :doc:`/auto_examples/broadcasting/plot_broadcast_merge` reads a CPU peak from the
+# profiler's memory events instead.
 if device.type == "cuda":
     peak = {}
     for name in ("every block", "no checkpoints"):
@@ -443,11 +443,10 @@ plt.show()
 # On the left, the counted bytes fall on the arithmetic, lowest at 10 segments, where
 # the line is flat: 5 or 20 segments cost 24 units instead of 19. Checkpointing every
 # block keeps 20 units and recomputes every block, one more than 20 segments, which
-# leaves the last block alone. On the right, whether fewer recomputed blocks bought a
-# shorter step on this machine is in the measured intervals; where they overlap, the
-# machine could not tell the variants apart. The saved bytes do not depend on the
-# machine: choose the segment count from them and from the model's shape, then check
-# the time on the machine that trains.
+# leaves the last block alone. On the right, overlapping intervals mean the machine
+# could not tell the variants apart. The saved bytes do not depend on the machine:
+# choose the segment count from them and the model's shape, then check the time on the
+# machine that trains.
 
 # %%
 # Summary
@@ -455,6 +454,7 @@ plt.show()
 # - Count what autograd saves with :class:`~torch.autograd.graph.saved_tensors_hooks`,
 #   one storage at a time: views such as ``weight.t()`` and reshaped activations share
 #   storage, and a plain sum of ``nbytes`` counts them twice.
+#
 # - ``checkpoint(block, h, use_reentrant=False)`` keeps only ``h`` and recomputes the
 #   block during the backward pass; the gradients are equal bit for bit.
 # - Pass ``use_reentrant=False``: the reentrant form gives the parameters inside no
@@ -462,6 +462,7 @@ plt.show()
 # - ``checkpoint_sequential(model, s, x, use_reentrant=False)`` keeps ``s - 1`` inputs
 #   plus the last segment; ``s = sqrt(depth · a / i)`` balances the two, ``sqrt(depth)``
 #   when a block saves about its input's size.
+#
 # - The price is a second forward pass of each checkpointed block, up to the last tensor
 #   the backward pass needs: measure it, and the peak memory on a GPU, on the machine
 #   that trains.

@@ -133,17 +133,18 @@ assert nhwc[1].weight.stride() == (1,) and nhwc[-1].weight.is_contiguous()
 # %%
 # Which operations keep the format
 # --------------------------------
-# The layout spares conversions only while it survives from one convolution to the next.
-# Each operation below gets a ``channels_last`` activation; the table says in which layout
-# its output comes back, on this device and this torch. On a CPU, convolution, batch
-# norm, ReLU, max-pooling and an addition (a residual connection) keep it. The page
-# asserts the same of CUDA, but an assertion checks only the device a run has: the line
-# under the table names the one this run checked. A softmax over the channels and a layer norm return a
-# contiguous (NCHW) tensor on a CPU: the next convolution then pays a conversion back.
-# Apple's MPS backend has kernels of its own, and their support for this layout has
-# changed from one torch release to the next (several fixes concerned it, some of them
-# wrong results): on MPS the table shows what that build does, and the page asserts
-# nothing about it.
+# The layout spares conversions only while it survives from one convolution to the
+# next. Each operation below gets a ``channels_last`` activation; the table says in
+# which layout its output comes back, on this device and this torch. On a CPU,
+# convolution, batch norm, ReLU, max-pooling and an addition (a residual connection)
+# keep it, while a softmax over the channels and a layer norm return a contiguous
+# (NCHW) tensor: the next convolution then pays a conversion back.
+#
+# The page asserts the same of CUDA, but an assertion checks only the device a run
+# has: the line under the table names the one this run checked. Apple's MPS kernels
+# have changed their support for this layout from one torch release to the next (some
+# fixes concerned wrong results), so on MPS the table shows what that build does and
+# the page asserts nothing.
 import torch.nn.functional as F
 
 act = torch.randn(2, channels, 8, 8, device=device).to(memory_format=cl)  # (batch, channels, h, w)
@@ -198,15 +199,16 @@ assert torch.equal(flat, act.contiguous().view(2, -1))
 # --------------------------------------
 # The two models run one training-mode forward and backward on the same batch, in
 # float32. The kernels for the two layouts add products in different orders, so the
-# results need not be equal bit for bit. The longest sums are in the weight gradients of
-# the two convolutions before the pooling, one product per pixel of the batch (``n``
-# below); the check reads the first one's. Reordering a float32 sum
-# of ``n`` terms typically moves it by a few times √n roundings of 1.2e-7 relative to
-# its scale (√n × 1.2e-7 is printed). The check allows 1e-3 of the largest value: far
-# above that, and far below the gap of order one that mixed-up channels would leave. A
-# GPU may run float32 convolutions at a lower internal precision (on CUDA, cuDNN uses
-# TF32, 10 bits of mantissa, while ``torch.backends.cudnn.allow_tf32`` is on, its
-# default), so there the check allows 1e-2.
+# results need not be equal bit for bit. The longest sums are in the weight gradients
+# of the two convolutions before the pooling, one product per pixel of the batch
+# (``n`` below); the check reads the first one's. Reordering a float32 sum of ``n``
+# terms typically moves it by a few times √n roundings of 1.2e-7 relative to its scale
+# (√n × 1.2e-7 is printed).
+#
+# The check allows 1e-3 of the largest value: far above that, and far below the gap of
+# order one that mixed-up channels would leave. On CUDA, cuDNN may run float32
+# convolutions in TF32 (10 bits of mantissa; ``torch.backends.cudnn.allow_tf32`` is on
+# by default), so there the check allows 1e-2.
 x = torch.randn(batches[1], 3, size, size, device=device)  # (batch, channels, height, width)
 out, out_cl = nchw(x), nhwc(x.to(memory_format=cl))
 out.sum().backward()
@@ -233,15 +235,15 @@ assert all(v < tol for v in gaps.values()), gaps
 # When the layout pays
 # --------------------
 # On a CPU, PyTorch hands most float32 convolutions to oneDNN, Intel's kernel library
-# (where ``torch.backends.mkldnn.is_available()``). Its fast kernels load the channels of
-# one pixel into a vector register: adjacent in NHWC; H × W elements apart in NCHW, where
-# they must be gathered, or the tensor reordered to put channels innermost and the result
-# reordered back. The difference therefore depends on the vector instructions oneDNN may
-# use (SSE4.1, AVX2, AVX-512; AMX serves 16- and 8-bit types, not the float32 timed here)
-# and on the threads. On an NVIDIA GPU, half-precision convolutions run on tensor cores,
-# whose fastest cuDNN kernels work in NHWC; an NCHW tensor may be transposed before and
-# after each one. So CUDA is timed under float16 autocast, other devices in float32. The
-# lines below say what this machine offers and what caps apply.
+# (where ``torch.backends.mkldnn.is_available()``). Its fast kernels load the channels
+# of one pixel into a vector register: adjacent in NHWC; H × W elements apart in NCHW,
+# where they must be gathered, or the tensor reordered and the result reordered back.
+# So the difference depends on the vector instructions oneDNN may use (SSE4.1, AVX2,
+# AVX-512) and on the threads.
+#
+# On an NVIDIA GPU, half-precision convolutions run on tensor cores, whose fastest
+# cuDNN kernels work in NHWC, so CUDA is timed under float16 autocast, other devices
+# in float32. The lines below say what this machine offers and what caps apply.
 import os
 from pathlib import Path
 
@@ -257,10 +259,10 @@ print(f"timed in {low if use_amp else torch.float32} on {device.type}")
 
 # %%
 # The forward pass of both models (inference: ``eval()``, no autograd), at each batch
-# size. The channels_last call includes converting its input, as it would in use; with 3
-# channels that copy is small. :func:`~effpt.bench.compare` takes turns between the two
-# and reports the median with its spread (:doc:`/explanations/timing` says how); a
-# speed-up whose interval contains 1 is inconclusive.
+# size. The channels_last call includes converting its input, as it would in use; with
+# 3 channels that copy is small. :func:`~effpt.bench.compare` takes turns between the
+# two and reports the median with its spread (:doc:`/explanations/timing` says how).
+# Predict first: will channels_last be faster on your machine? On a GPU under float16?
 from effpt.bench import compare, format_seconds
 from effpt.expect import expect
 from effpt.records import speedup
@@ -330,11 +332,10 @@ fig.suptitle(describe(device), fontsize=9)
 plt.show()
 
 # %%
-# Threads change the story on a CPU: both paths split their convolutions and their
-# layout copies over the intra-op threads, and the parts do not split equally well. So on
-# a CPU with several threads the largest batch is timed again on one thread (restored
-# afterwards). If the two verdicts differ, the threads changed the outcome, or other
-# work on the machine disturbed one of the timings.
+# On a CPU both paths split their convolutions and layout copies over the intra-op
+# threads, and not equally well (:doc:`/explanations/timing`), so the largest batch is
+# timed again on one thread (restored afterwards). Differing verdicts mean the
+# threads, or other work on the machine, changed the outcome.
 if device.type == "cpu" and torch.get_num_threads() > 1:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -386,20 +387,19 @@ _ = expect(
 # %%
 # The cost of converting back and forth
 # -------------------------------------
-# An operation that drops the layout (the softmax and layer norm above, on a CPU) sends
-# the next convolution an NCHW tensor, and only a full copy brings the layout back. A copy
-# reads and writes every byte of the activation once, so each direction moves twice its
-# size: a count, printed below. Its time is set by memory access (the copy transposes, so
-# one side is read or written with a stride), the convolution's by arithmetic, so their
-# ratio depends on the machine: faster convolution kernels make the same copy weigh more.
+# An operation that drops the layout (the softmax and layer norm above, on a CPU)
+# sends the next convolution an NCHW tensor, and only a full copy brings the layout
+# back. A copy reads and writes every byte of the activation once, so each direction
+# moves twice its size (printed below). Its time is set by memory access, the
+# convolution's by arithmetic, so their ratio depends on the machine: faster
+# convolution kernels make the same copy weigh more.
+#
 # Below, at the largest batch, a round trip (to NCHW and back) of an activation shaped
-# like the second convolution's output (printed), against a 3 × 3 convolution on it that
-# keeps the number of channels. The table reads the round trip as a speed-up over the
-# convolution; the expectation reads it as a fraction of the convolution's time, with a
-# bar at one half. Under it, an operation that drops the layout costs less than half a
-# convolution. Over it, the operation costs more than the layout saves on one
-# convolution whenever the layout makes that convolution less than 1.5× faster (the
-# whole network's speed-ups above give the order of that gain here).
+# like the second convolution's output is timed against a 3 × 3 convolution on it that
+# keeps the number of channels. The expectation reads the round trip as a fraction of
+# the convolution's time, with a bar at one half: over it, an operation that drops the
+# layout costs more than the layout saves whenever it makes that convolution less than
+# 1.5× faster.
 act_dtype = low if use_amp else torch.float32
 act = torch.randn(batches[-1], 2 * channels, size, size, device=device, dtype=act_dtype)
 act = act.to(memory_format=cl)  # (batch, channels, height, width), channels innermost
@@ -435,13 +435,18 @@ _ = expect(
 # - ``torch.channels_last`` keeps a tensor's shape and changes its strides: channels
 #   become the innermost dimension. Check it with
 #   ``x.is_contiguous(memory_format=torch.channels_last)``.
+#
 # - Convert the model once (``model.to(memory_format=torch.channels_last)``, which
 #   converts the convolutions' weights) and each input batch
 #   (``x.to(memory_format=torch.channels_last)``).
-# - Convolution, batch norm, ReLU, max-pooling and additions keep the layout on CPU and
-#   CUDA; some operations (a softmax over channels, layer norm on a CPU) return NCHW,
-#   and ``view`` across channels and pixels fails: use ``flatten`` or ``reshape``.
+#
+# - Convolution, batch norm, ReLU, max-pooling and additions keep the layout (on a
+#   CPU; the table says which device this build checked); a softmax over channels and
+#   layer norm on a CPU return NCHW, and ``view`` across channels and pixels fails:
+#   use ``flatten`` or ``reshape``.
+#
 # - Results agree with the NCHW model up to the rounding of a different order of sums.
+#
 # - Whether the layout is faster depends on the kernels the device runs: oneDNN's on a
 #   CPU (its instruction set and threads), cuDNN's tensor-core kernels in half precision
 #   on a GPU. The verdicts above say what happened on this build's machine; measure on

@@ -71,14 +71,14 @@ class CountGraphs:
 # right; the cost is a trip back to Python and smaller pieces for the compiler. Each
 # function below has one classic cause: a ``print``, a ``.item()`` that turns a tensor
 # into a Python number, an ``if`` on a tensor's value, and a call into C code that
-# Dynamo cannot look into (here Python's own clock). ``torch._dynamo.explain`` runs a
-# function under Dynamo and reports its graphs and the reason for each break, without
-# compiling anything. It is private (the underscore), and torch 2.13 has no public
-# counterpart under ``torch.compiler``; in a real program, the environment variable
-# ``TORCH_LOGS="graph_breaks"`` logs each break with its line as it happens. The
-# reasons below are Dynamo's own first lines (``generic_jump`` is a jump in the bytecode
-# that depends on a tensor), and the print's own line shows in the output: Python ran it
-# between two graphs. The clock's break also raises a warning, printed above the table.
+# Dynamo cannot look into (Python's clock).
+#
+# ``torch._dynamo.explain`` runs a function under Dynamo and reports its graphs and the
+# reason for each break, compiling nothing. It is private, with no public counterpart in
+# torch 2.13; in a real program, ``TORCH_LOGS="graph_breaks"`` logs each break with its
+# line. The reasons printed are Dynamo's own first lines (``generic_jump``: a jump that
+# depends on a tensor). The print's line shows between two graphs, and the clock's
+# break raises a warning, printed above the table.
 import time
 import warnings
 
@@ -265,8 +265,11 @@ counter = CountGraphs()
 compiled = torch.compile(repeat_scale, backend=counter)
 dynamo_log, kept = logging.getLogger("torch._dynamo"), KeepMessages()
 dynamo_log.addHandler(kept)
+same, graphs_by_n = [], {}
 try:
-    same = [torch.equal(compiled(x, n), repeat_scale(x, n)) for n in range(1, 13)]
+    for n in range(1, 13):
+        same.append(torch.equal(compiled(x, n), repeat_scale(x, n)))
+        graphs_by_n[n] = len(counter.graphs)
 finally:
     dynamo_log.removeHandler(kept)
 config = torch._dynamo.config
@@ -277,6 +280,25 @@ print("logged:", next(m for m in kept.messages if "hit config." in m).splitlines
 # sphinx_gallery_start_ignore
 assert len(counter.graphs) == limit == 8 and all(same), (len(counter.graphs), limit, same)
 # sphinx_gallery_end_ignore
+
+# %%
+# The two counts side by side: the graphs compiled as the calls of the last section
+# arrived, and as ``n`` took 12 values against the limit.
+import matplotlib.pyplot as plt
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+left.plot(range(len(graphs_after)), list(graphs_after.values()), "o-", drawstyle="steps-post")
+left.set(
+    xticks=range(len(graphs_after)),
+    ylabel="graphs compiled so far",
+    title="A recompile per new guard",
+)
+left.set_xticklabels(list(graphs_after), rotation=35, ha="right", fontsize=8)
+right.plot(list(graphs_by_n), list(graphs_by_n.values()), "o", label="graphs kept")
+right.axhline(limit, color="grey", linestyle="--", label=f"recompile_limit = {limit}")
+right.set(xlabel="n (a Python int the loop unrolls)", ylabel="graphs", title="The limit")
+right.legend(loc="lower right")
+plt.show()
 
 # %%
 # Raising the limit only postpones the problem; the fix is to stop the recompiles (here,
@@ -379,15 +401,13 @@ assert captured["whole, depth 8"] == [8 * per_block[0]], captured
 # Compile time, and when it pays off
 # ----------------------------------
 # Now the real compiler. The first call of a function compiled with Inductor captures
-# it, generates code, builds that code (C++ on a CPU, Triton kernels on a CUDA GPU) and runs
-# it; later calls only check guards and run. Compiling pays off once the time it saves
-# per call has repaid the first call. To measure a first compilation from nothing,
-# the function runs in a fresh Python process with an empty cache folder of its own,
-# named by ``TORCHINDUCTOR_CACHE_DIR``; that process times its first call, then its
-# later calls and the eager function with :func:`effpt.bench.time_callable`
-# (how: :doc:`/explanations/timing`), and prints the numbers as JSON. The function is
-# the tanh approximation of GELU: eight elementwise operations that Inductor can fuse
-# into one pass over memory.
+# it, generates and builds code (C++ on a CPU, Triton kernels on a CUDA GPU) and runs
+# it; later calls only check guards and run. To time a first compilation from nothing,
+# the function runs in a fresh Python process with an empty cache folder of its own
+# (``TORCHINDUCTOR_CACHE_DIR``). That process times its first call, then its later calls
+# and the eager function with :func:`effpt.bench.time_callable` (how:
+# :doc:`/explanations/timing`), and prints JSON. The function is the tanh approximation
+# of GELU: eight elementwise operations that Inductor can fuse into one pass.
 import json
 import os
 import subprocess
@@ -455,14 +475,12 @@ if __name__ == "__main__":
 # sphinx_gallery_end_ignore
 
 # %%
-# How many calls repay the first one depends on everything this page cannot fix: the
-# compiler's speed on the machine, how much the fused kernel saves over eager's eight
-# passes, the device. On a CPU, Inductor writes loops for the vector instructions it
-# finds, unless ``ATEN_CPU_CAPABILITY`` says otherwise: set to ``default``, the level
-# for CPUs without AVX, it writes scalar loops, which can lose to eager's
-# kernels, and then compiling never pays off. The number below comes from the medians
-# above; the expectation compares 10,000 eager calls against the first compiled call
-# plus 9,999 more, with the quartiles of both timings for its interval.
+# Compiling pays off once the time saved per call has repaid the first call. How many
+# calls that takes depends on the compiler's speed on the machine and on what the fused
+# kernel saves over eager's eight passes (a CPU limited to scalar loops,
+# ``ATEN_CPU_CAPABILITY=default``, may save nothing). Will 10,000 calls repay it on your
+# machine? The expectation compares 10,000 eager calls with the first compiled call plus
+# 9,999 more, the quartiles of both timings giving its interval.
 from effpt.expect import expect
 
 if __name__ == "__main__":
@@ -520,14 +538,18 @@ if __name__ == "__main__":
 # - Find graph breaks with ``torch._dynamo.explain`` or ``TORCH_LOGS="graph_breaks"``;
 #   prints, ``.item()``, branches on tensor values and calls into untraceable C code
 #   are the usual causes. ``fullgraph=True`` turns a break into an error at the first call.
+#
 # - Guards on shape, dtype, ``requires_grad`` and Python values decide recompilation;
 #   ``TORCH_LOGS="recompiles"`` names them. Declare varying sizes with ``dynamic=True``
 #   or ``mark_dynamic``.
+#
 # - Past ``recompile_limit`` graphs a function runs eagerly after one warning; make
 #   that an error with ``fail_on_recompile_limit_hit``, or guard a loop's steady state
 #   with ``torch.compiler.set_stance("fail_on_recompile")``.
+#
 # - Compile the repeated block rather than the whole model: small graphs, no breaks
 #   from the Python around them.
+#
 # - The first call pays for compiling; count the calls it takes to repay it on your
 #   device, and keep the ``TORCHINDUCTOR_CACHE_DIR`` folder between runs, so that the
 #   next process finds the built code on disk.

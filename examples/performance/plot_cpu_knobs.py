@@ -290,14 +290,16 @@ _ = expect(
 # %%
 # Oversubscription: several processes that each take every core
 # --------------------------------------------------------------
-# DataLoader workers, several ranks of a distributed job or a few servers on one machine
-# each start a pool of as many threads as there are cores. Two such processes put twice
-# as many threads as cores on the CPU, and a parallel region waits for whichever of its
-# threads the OS has parked. The usual remedy is one thread per process
-# (``OMP_NUM_THREADS=1``) and, where the OS allows, pinning each process to cores of its
-# own with :func:`os.sched_setaffinity`; the verdict below says whether the two together
-# paid here. Both pairs run the same 40 products of 96 × 96 matrices at once, five
-# rounds; each round's time is the later of the two.
+# DataLoader workers, several ranks of a distributed job or a few servers on one
+# machine each start a pool of as many threads as there are cores. Two such processes
+# put twice as many threads as cores on the CPU, and a parallel region waits for
+# whichever of its threads the OS has parked.
+#
+# The usual remedy is one thread per process (``OMP_NUM_THREADS=1``) and, where the OS
+# allows, pinning each process to cores of its own with :func:`os.sched_setaffinity`.
+# Predict first: do the two together pay on your machine? Both pairs run the same
+# 40 products of 96 × 96 matrices at once, five rounds; each round's time is the later
+# of the two.
 if not can_pin:
     why = "this OS has no os.sched_setaffinity" if cores >= 2 else "fewer than two cores"
     print(f"Pinning skipped: {why}; the capped pair runs unpinned.")
@@ -435,15 +437,19 @@ plt.show()
 # - ``torch.set_num_threads`` resizes the intra-op pool at any time; the inter-op pool
 #   can be sized once. ``OMP_NUM_THREADS``, ``OMP_WAIT_POLICY`` and
 #   ``ATEN_CPU_CAPABILITY`` are read when a process starts: set them before it starts.
+#
 # - The default wait policy keeps idle threads spinning for a while: small operations
 #   skip the wake-up, and the spinning uses CPU time. ``PASSIVE`` puts them to sleep at
 #   once and makes each parallel region pay to wake them. The verdicts above say which
 #   weighed more here, for time and for CPU.
+#
 # - Several processes that each take every core oversubscribe the CPU; capping each to
 #   its share of the cores, and pinning where the OS allows it, is the remedy to
 #   measure, as the verdict above did here.
+#
 # - The capability torch reports is the instruction set its own kernels use; bfloat16
 #   is fast only where the CPU has instructions for it, so measure before switching.
+#
 # - PyTorch's notes on
 #   `CPU threading <https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html>`__
 #   describe the two pools; this page measures what they change.

@@ -204,7 +204,7 @@ if device.type == "cpu" and not torch.cuda.is_available():
 
 # %%
 # On CUDA, :func:`effpt.bench.compare` copies the same bytes from pageable and from
-# pinned memory, in turns.
+# pinned memory, in turns. Predict first: does the pinned copy win on your GPU?
 from effpt.bench import compare
 
 if device.type == "cuda":

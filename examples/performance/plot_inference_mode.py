@@ -218,17 +218,18 @@ assert b.is_inference() and view_b.is_inference() and not view_b._is_view()
 # %%
 # What each costs
 # ---------------
-# The three forwards below run the same model in evaluation mode, so the only difference is
-# autograd's work. Recording costs a fixed amount per operation (a node, its edges,
+# The three forwards below run the same model in evaluation mode, so the only difference
+# is autograd's work. Recording costs a fixed amount per operation (a node, its edges,
 # references to its saved tensors), paid on the calling thread, while the arithmetic grows
 # with the batch; so the gain of ``no_grad`` should be clearest at batch 1. At a large
-# batch the kept activations cannot be reused for the next layer's output, which may then
-# land in memory colder in the cache: a cost that grows with the batch. The second
-# expectation below tests which weighs more here. ``inference_mode`` skips a little more
-# bookkeeping per tensor, which can drown in the noise. The comparisons run at one CPU
-# thread, which keeps the intra-op pool out of the differences (the batch sweep below adds
-# the machine's threads); how they are timed: :doc:`/explanations/timing`. Both contexts
-# also work as decorators, the usual form for a prediction function.
+# batch the kept activations cannot be reused for the next layer's output, a cost that
+# grows with the batch. ``inference_mode`` skips a little more bookkeeping per tensor,
+# which can drown in the noise.
+#
+# The comparisons run at one CPU thread, which keeps the intra-op pool out of the
+# differences (how they are timed: :doc:`/explanations/timing`). Both contexts also work
+# as decorators, the usual form for a prediction function. Predict first: at batch 1, how
+# much faster is ``no_grad`` than recording a graph? At a large batch?
 from effpt.bench import compare
 from effpt.records import speedup
 
@@ -339,11 +340,12 @@ assert not ordinary.is_inference() and head.weight.grad is not None
 # fixed cost of each call (Python, dispatch, and on a GPU one kernel launch per operation)
 # over more samples, so samples per second should rise with the batch until the arithmetic
 # itself fills the machine; from there on, a larger batch only makes each caller wait
-# longer. The sweep runs ``forward_inference`` on batches from 1 to ``largest``; on a CPU at
-# one thread and, where the machine has more, at all its threads, because the intra-op
-# thread pool splits a matrix product only above a size that differs per machine. Each
-# call is timed on its own (``number=1``), the device synchronized after it: the time one
-# caller waits.
+# longer.
+#
+# The sweep runs ``forward_inference`` on batches from 1 to ``largest``, on a CPU at one
+# thread and at all its threads (the intra-op pool splits a matrix product only above a
+# size that differs per machine: :doc:`/explanations/timing`). Each call is timed on its
+# own (``number=1``), the device synchronized after it: the time one caller waits.
 from effpt.bench import time_callable
 from effpt.records import format_seconds
 
@@ -370,11 +372,8 @@ for n, timings in sweep.items():
 
 # %%
 # The left panel is the time one batch takes (what a caller waits), its bars spanning the
-# quartiles of the repeats; the right one is the samples per second it amounts to. A line that
-# rises in proportion to the batch on the left is a flat line on the right. Where the
-# machine's threads do worse than one thread, either the work was too small to repay
-# waking the thread pool, or the cores were busy with other work and a product split
-# across threads waited for the slowest of them.
+# quartiles of the repeats; the right one is the samples per second it amounts to. A line
+# that rises in proportion to the batch on the left is a flat line on the right.
 import matplotlib.pyplot as plt
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
@@ -413,10 +412,8 @@ plt.show()
 # %%
 # Two expectations test that story at each thread count: that batching pays, and that
 # samples per second have stopped growing by the last doubling. The first can fail where
-# the fixed cost per call is small against the arithmetic of one sample (slow kernels, a
-# wide model); the second where the largest batch does not yet fill the device (a GPU
-# with a small model). Where a larger batch falls out of a cache and slows down per
-# sample, the second ratio falls below 1, and the expectation holds. The batch printed
+# the fixed cost per call is small against one sample's arithmetic; the second where the
+# largest batch does not yet fill the device (a GPU with a small model). The batch printed
 # above, where 80 % of the best rate is first reached, is a rough reading of where this
 # machine's curve flattens; noisy timings move it from run to run.
 
@@ -452,15 +449,19 @@ torch.set_num_threads(threads)
 # - ``model.eval()`` changes what dropout and batch norm compute; it does not stop autograd.
 #   ``no_grad`` stops autograd; it does not change the layers. Inference wants ``eval()``
 #   and one of the two contexts.
+#
 # - Under ``no_grad`` no graph is recorded, outputs have no ``grad_fn``, and nothing is
 #   saved for backward, so activations are freed as soon as the next layer has read them.
+#
 # - ``inference_mode`` also skips version counters and view tracking. Its tensors cannot be
 #   saved for backward nor written in place outside it; ``.clone()`` makes an ordinary copy.
 #   Use ``no_grad`` where results go back into training.
+#
 # - What each saves in time depends on the batch, the thread count and the device: the
 #   verdicts above say what held here. A larger batch trades the time each caller waits
 #   for samples per second; where that stops paying depends on the device, and the
 #   figure shows it for this one.
+#
 # - PyTorch describes these switches in the "Locally disabling gradient computation"
 #   section of its
 #   `Autograd mechanics <https://docs.pytorch.org/docs/stable/notes/autograd.html>`__ notes

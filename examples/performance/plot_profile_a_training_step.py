@@ -85,17 +85,18 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, batches of {b
 # %%
 # Self time and total time
 # ------------------------
-# :class:`torch.profiler.profile` records while its ``with`` block runs. On a CUDA GPU
-# it also records the device's kernels when asked to (``ProfilerActivity.CUDA``); on any
-# device it records the CPU thread. ``key_averages()`` groups the events by operator
-# name, and ``table()`` prints them. An operator's *self* time leaves out the operators
-# it calls; its *total* time includes them. Sorted by self time (on a CUDA GPU, the
-# device's), the top rows are where the time is spent: operators doing the work
-# themselves (matrix products, copies, activations, Adam's elementwise updates), and any
-# label whose own time, Python between operators, is large; the order is this machine's.
-# On a CUDA GPU the table also has a row per kernel and a second row per label, its span
-# on the device, which holds the kernels it launched rather than time of its own; a sum
-# must take rows of one kind, which :func:`effpt.profiling.profiler_rows` picks.
+# :class:`torch.profiler.profile` records while its ``with`` block runs: the CPU
+# thread on any device, and on a CUDA GPU also the device's kernels when asked to
+# (``ProfilerActivity.CUDA``). ``key_averages()`` groups the events by operator name,
+# and ``table()`` prints them. An operator's *self* time leaves out the operators it
+# calls; its *total* time includes them. Sorted by self time (on a CUDA GPU, the
+# device's), the top rows are where the time is spent, in this machine's order:
+# operators doing the work themselves, and any label whose own time, Python between
+# operators, is large.
+#
+# On a CUDA GPU the table also has a row per kernel and a second row per label, its
+# span on the device; a sum must take rows of one kind, which
+# :func:`effpt.profiling.profiler_rows` picks.
 from torch.profiler import ProfilerActivity, profile
 
 from effpt.profiling import profiler_rows
@@ -273,13 +274,13 @@ assert (len(kernels) > 0) == (device.type == "cuda"), len(kernels)
 # The labels answer the first question: which share of the step each phase takes. The
 # operators under a label answer the second: whether the phase's time is spent in
 # operators or in the Python around them. On a CPU an operator's time holds both its
-# dispatch (argument checks, picking a kernel, allocating the output) and the kernel
-# itself, and the profiler cannot tell them apart; the time per call hints at which
-# dominates. Many calls of a microsecond or a few each are mostly dispatch, which fewer,
-# larger operations reduce (``foreach`` or fused optimizers, :func:`torch.compile`); a
-# few long calls are mostly kernels, which only less arithmetic or faster kernels
-# shorten. The code below measures each phase of the ten steps the two traces
-# recorded.
+# dispatch (argument checks, picking a kernel, allocating the output) and the kernel,
+# and the profiler cannot tell them apart; the time per call hints at which dominates.
+#
+# Many calls of a microsecond or a few each are mostly dispatch, which fewer, larger
+# operations reduce (``foreach`` or fused optimizers, :func:`torch.compile`); a few
+# long calls are mostly kernels, which only less arithmetic or faster kernels shorten.
+# The code below measures each phase of the ten steps the two traces recorded.
 import shutil
 import statistics
 
@@ -360,11 +361,11 @@ for r in recorded:  # nested spans: the parts never exceed the whole
 # Two expectations a reader might bring to such a profile, each measured over the same
 # ten steps. Backward computes up to two matrix products for every one in forward (the
 # gradients of the layer's input and of its weight; the first layer needs only the
-# second), so it should take longer. Where each operator's fixed cost outweighs its
-# arithmetic (small layers, a busy machine, threads waiting for each other), the two can
-# come out even or reversed; the interval says whether the ten steps agree. The steps
-# ran with the thread count printed at the top: more threads shorten the matrix
-# products but not each operator's fixed cost, so every share moves with the machine.
+# second), so it should take longer, unless each operator's fixed cost outweighs its
+# arithmetic (small layers, a busy machine, threads waiting for each other). More
+# threads shorten the matrix products but not the fixed costs, so every share moves
+# with the machine. Predict first: on your machine, does backward take longer than
+# forward, and does the optimizer take under a quarter of the step?
 from effpt.bench import Timing
 from effpt.expect import expect
 from effpt.records import speedup
@@ -383,15 +384,13 @@ _ = expect(
 
 # %%
 # The optimizer is often assumed to be a small part of a step. Adam, though, runs
-# several elementwise operations per parameter tensor, each reading and writing the
-# whole tensor, while the matrix products' work grows with the batch: with a small batch
-# the two can be of a size. Its default implementation on a CPU or on Apple's MPS
-# handles one parameter per call; on a CUDA GPU it defaults to ``foreach`` operators
-# that handle all of them in each call. On a CPU, the optimizer's time per call in the
-# phase table above hints at which cost dominates: around a microsecond is mostly
-# dispatch, tens of microseconds or more mostly passes over memory (on a GPU, an
-# operator's CPU time is its dispatch and launch). ``Adam(..., fused=True)`` cuts
-# both, where the device has it.
+# several elementwise operations per parameter tensor, each a pass over the whole
+# tensor, while the matrix products' work grows with the batch: with a small batch the
+# two can be of a size. On a CPU or MPS its default handles one parameter per call; on
+# a CUDA GPU it defaults to ``foreach`` operators that handle all of them at once. The
+# optimizer's time per call in the phase table hints at which cost dominates (around a
+# microsecond is mostly dispatch); ``Adam(..., fused=True)`` cuts both, where the
+# device has it.
 shares = [100 * r["optimizer"]["wall"] / r["step"] for r in recorded]
 quartiles = statistics.quantiles(shares, n=4, method="inclusive")
 _ = expect(

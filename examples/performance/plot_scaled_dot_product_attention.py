@@ -155,13 +155,14 @@ if device.type in ("cpu", "cuda"):  # the generic math kernel; MPS has its own
 # for the softmax, writes the weights and reads them again for the product with the
 # values. A fused kernel (flash attention, introduced by Tri Dao and colleagues in
 # 2022) works through the keys block by block with a running softmax, so the scores
-# stay in cache or registers. Whether that wins depends on the device: on a GPU,
-# memory traffic usually dominates; on a CPU, the hand-written version's two large
-# matrix products run on a tuned BLAS, and the fused kernel, which multiplies block
-# by block, has to beat them. Each length is timed with :func:`effpt.bench.compare`
-# (how it measures: :doc:`/explanations/timing`) on all of PyTorch's threads; the
-# longest also on one thread, since the thread pool splits the two versions
-# differently.
+# stay in cache or registers. On a GPU, memory traffic usually dominates; on a CPU,
+# the hand-written version's two large matrix products run on a tuned BLAS, which the
+# fused kernel has to beat block by block.
+#
+# Each length is timed with :func:`effpt.bench.compare` (how it measures:
+# :doc:`/explanations/timing`) on all of PyTorch's threads, the longest also on one
+# thread, since the thread pool splits the two versions differently. Predict first: at
+# the longest length, is SDPA faster on your machine? On one thread?
 from effpt.bench import compare, format_seconds
 from effpt.records import speedup
 
@@ -329,16 +330,16 @@ plt.show()
 # ----------------
 # SDPA has several kernels: ``MATH`` (the reference, built from ordinary operations),
 # ``FLASH_ATTENTION``, ``EFFICIENT_ATTENTION`` (memory-efficient attention),
-# ``CUDNN_ATTENTION``, and ``OVERRIDEABLE`` for kernels other devices bring (Intel's XPU
-# among them). In its own order of preference, it picks the first one whose conditions
-# the inputs meet (dtype, device, head dimension, mask, dropout);
+# ``CUDNN_ATTENTION``, and ``OVERRIDEABLE`` for kernels other devices bring. In its
+# own order of preference, it picks the first one whose conditions the inputs meet
+# (dtype, device, head dimension, mask, dropout);
 # :func:`torch.nn.attention.sdpa_kernel` restricts the choice, and SDPA raises when no
-# allowed kernel fits. A CPU has two: ``MATH`` and a flash kernel of its own; the
-# others raise there, with a message about kernels turned off. The profiler
-# (:mod:`torch.profiler`) names the operator that ran. Each kernel below is allowed
-# alone, as PyTorch's tutorial "Implementing High-Performance Transformers with Scaled
-# Dot Product Attention" does to time them; where SDPA warns why a kernel could not
-# run, the first line of each warning is printed.
+# allowed kernel fits. A CPU has two: ``MATH`` and a flash kernel of its own.
+#
+# The profiler (:mod:`torch.profiler`) names the operator that ran. Each kernel below
+# is allowed alone, as PyTorch's tutorial "Implementing High-Performance Transformers
+# with Scaled Dot Product Attention" does to time them; where SDPA warns why a kernel
+# could not run, the first line of each warning is printed.
 import warnings
 
 from torch.profiler import profile
@@ -424,17 +425,19 @@ if device.type == "cpu":
 # %%
 # FlexAttention: variants written as Python
 # -----------------------------------------
-# A new variant of attention (a relative-position bias, a sliding window) needs a
-# mask tensor with SDPA (a float one for a bias), again ``L × L`` numbers.
-# FlexAttention (:func:`torch.nn.attention.flex_attention.flex_attention`, described
-# in PyTorch's blog post "FlexAttention: The Flexibility of PyTorch with the
-# Performance of FlashAttention") takes the variant as a function instead: a
-# ``score_mod`` that changes one score, or a ``mask_mod`` that says whether one query
-# may see one key, which :func:`~torch.nn.attention.flex_attention.create_block_mask`
-# turns into a list of blocks to skip. :func:`torch.compile` fuses them into a kernel;
-# uncompiled, FlexAttention materialises the scores and warns so. The two functions below are a
-# causal ``mask_mod`` and a ``score_mod`` that subtracts a penalty growing with the
-# distance between query and key, with one slope per head.
+# A new variant of attention (a relative-position bias, a sliding window) needs a mask
+# tensor with SDPA (a float one for a bias), again ``L × L`` numbers. FlexAttention
+# (:func:`torch.nn.attention.flex_attention.flex_attention`, described in PyTorch's
+# blog post "FlexAttention: The Flexibility of PyTorch with the Performance of
+# FlashAttention") takes the variant as a function instead: a ``score_mod`` that
+# changes one score, or a ``mask_mod`` that says whether one query may see one key,
+# which :func:`~torch.nn.attention.flex_attention.create_block_mask` turns into a list
+# of blocks to skip.
+#
+# :func:`torch.compile` fuses them into a kernel; uncompiled, FlexAttention
+# materialises the scores and warns so. Below: a causal ``mask_mod``, and a
+# ``score_mod`` that subtracts a penalty growing with the distance between query and
+# key, one slope per head.
 try:
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 except ImportError:
@@ -505,13 +508,18 @@ if flex_ran:
 # - :func:`~torch.nn.functional.scaled_dot_product_attention` computes
 #   ``softmax(q kᵀ / sqrt(d)) v`` and agrees with the hand-written version up to the
 #   rounding of the dtype.
+#
 # - A boolean ``attn_mask`` keeps ``True``; a float mask is added to the scores;
 #   ``is_causal=True`` needs no mask tensor. A fully masked row is NaN by hand.
+#
 # - The hand-written version stores ``L × L`` scores per head; whether SDPA is faster
 #   depends on the kernel and the device: read the verdicts above, and measure on your
 #   own.
+#
 # - :func:`~torch.nn.attention.sdpa_kernel` restricts the kernels, and SDPA raises when
 #   none fits; the profiler shows which one ran.
+#
 # - Pass ``dropout_p`` only while training.
+#
 # - FlexAttention takes a variant as a Python function; compiled, it runs as a fused
 #   kernel; uncompiled, it materialises the scores and warns.

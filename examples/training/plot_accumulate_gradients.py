@@ -258,11 +258,12 @@ if MAIN:
 # sphinx_gallery_end_ignore
 
 # %%
-# Every all-reduce it skips saves a round trip between the processes and the copy of the
-# gradients into and out of the buckets. How much time that is depends on the size of
-# the gradients against the compute of a micro-batch, and on the link: the two processes
-# here talk through the machine's loopback interface, with no network in between. The
-# measurement and its verdict:
+# Every all-reduce it skips saves a round trip between the processes and the copy of
+# the gradients into and out of the buckets. How much time that is depends on the size
+# of the gradients against the compute of a micro-batch, and on the link: the two
+# processes here talk through the machine's loopback interface, with no network in
+# between. Predict first: does skipping it save time on your machine? The measurement
+# and its verdict:
 from effpt.bench import Timing
 from effpt.expect import expect
 from effpt.records import speedup
@@ -316,13 +317,17 @@ if MAIN:
 # -------
 # - Divide each micro-batch's mean loss by the number of micro-batches, and the
 #   accumulated gradient is the large batch's gradient up to float rounding.
+#
 # - With a ragged last micro-batch, sum the per-sample losses and divide by the number of
 #   samples in the step instead.
+#
 # - BatchNorm normalizes each micro-batch with its own statistics, so no division makes
 #   accumulation match a large batch; LayerNorm and GroupNorm do not depend on the batch.
+#
 # - Under DDP, wrap all micro-batches but the last in ``no_sync()``: one all-reduce per
 #   bucket per step instead of one per bucket per micro-batch, the same averaged
 #   gradients. Whether that saves noticeable time depends on the link and the model;
 #   measure it.
+#
 # - With a GradScaler, accumulate scaled gradients and call ``unscale_`` once, after the
 #   last micro-batch and before ``step``.

@@ -242,16 +242,16 @@ assert loaded["options"] == options
 # Map a large checkpoint instead of reading it
 # --------------------------------------------
 # A plain ``torch.load`` reads every tensor into memory. With ``mmap=True`` it maps the
-# file instead: a tensor's bytes are read from the file when something touches them,
-# and the OS can drop them again under memory pressure. The cell measures how much the
-# process's resident memory grows while the loaded state is alive, read from
-# ``/proc/self/statm`` (Linux); elsewhere it prints that it is not measured. Memory the
-# process freed earlier can stay resident, kept by the C allocator for reuse, and would
-# hide a new allocation: ``settle`` first asks glibc to return it (``malloc_trim``). The
-# checkpoint below is 64 MiB on every device: it is loaded on the CPU.
+# file instead: a tensor's bytes are read when something touches them, and the OS can
+# drop them again under memory pressure. The cell measures how much the process's
+# resident memory grows while the loaded state is alive (``/proc/self/statm``, Linux;
+# elsewhere it says so). ``settle`` first asks glibc to return memory freed earlier
+# (``malloc_trim``), which would otherwise hide a new allocation. The checkpoint is
+# 64 MiB on every device: it is loaded on the CPU.
 import contextlib
 import ctypes
 import gc
+import time
 
 
 def settle() -> None:
@@ -275,11 +275,12 @@ def make_big() -> nn.Module:
 big_path = folder / "big.pt"
 save_atomic(make_big().state_dict(), big_path)
 mib = big_path.stat().st_size / 2**20
-growth = {}
+growth, load_s = {}, {}
 for how in ("mmap=True", "plain"):
     settle()
-    before = resident_bytes()
+    before, start = resident_bytes(), time.perf_counter()
     big_state = torch.load(big_path, weights_only=True, mmap=how == "mmap=True")
+    load_s[how] = time.perf_counter() - start
     after = resident_bytes()
     del big_state
     if before is not None:
@@ -311,7 +312,6 @@ if growth:
 # the loaded tensors its parameters instead of copying. With a mapped checkpoint, the
 # parameters' bytes are read from the file when first used. Each way runs 3 times, in
 # turns; memory is from the first run of each.
-import time
 
 
 def usual() -> nn.Module:
@@ -367,6 +367,34 @@ if grown:
 # sphinx_gallery_start_ignore
 assert same
 # sphinx_gallery_end_ignore
+
+# %%
+# The four ways side by side: time on a logarithmic axis (each run a point), resident
+# memory growth where it was measured.
+import matplotlib.pyplot as plt
+
+ways = {
+    "torch.load": ([load_s["plain"]], growth.get("plain")),
+    "torch.load(mmap=True)": ([load_s["mmap=True"]], growth.get("mmap=True")),
+    "init + copy": (seconds[usual], grown.get(usual)),
+    "meta + assign": (seconds[meta_assign], grown.get(meta_assign)),
+}
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+for i, (times, _) in enumerate(ways.values()):
+    left.plot([i] * len(times), [t * 1e3 for t in times], "o", color="C0")
+left.set(yscale="log", ylabel="ms", title=f"Time, {mib:.0f} MiB checkpoint")
+measured = [(i, mem) for i, (_, mem) in enumerate(ways.values()) if mem is not None]
+if measured:
+    right.plot(*zip(*measured, strict=True), "o", color="C1")
+    right.axhline(0, color="grey", linewidth=0.8)
+else:
+    right.text(0.5, 0.5, "not measured here (no /proc)", ha="center", transform=right.transAxes)
+right.set(ylabel="resident memory growth, MiB", title="Memory")
+for ax in (left, right):
+    ax.set_xticks(range(len(ways)))
+    ax.set_xticklabels(list(ways), rotation=20, ha="right", fontsize=8)
+    ax.set_xlim(-0.5, len(ways) - 0.5)
+plt.show()
 
 # %%
 # The page is done with its files; it deletes their folder:

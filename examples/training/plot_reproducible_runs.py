@@ -164,32 +164,52 @@ print(f"CUBLAS_WORKSPACE_CONFIG: {os.environ.get('CUBLAS_WORKSPACE_CONFIG', 'not
 # %%
 # What the threads do to a sum
 # ----------------------------
-# A float32 sum rounds after every addition, so its result depends on the order of the
-# additions. A CPU reduction over many numbers splits them among the threads of the
-# intra-op pool and adds the partial sums at the end, and a vectorized kernel keeps
-# several partial sums per thread. Change the number of threads and the order changes,
-# and with it possibly the last bits. Whether it does for a given operation and size
-# depends on the kernel, the vector width and the size above which the pool splits the
-# work. The cell sums the same numbers with 1 to 4 threads (the thread count is a CPU
-# setting, so this runs on the CPU on every machine) and counts the distinct results.
+# A float32 sum rounds after every addition, so its bits depend on the order of the
+# additions. A CPU reduction splits its numbers among the threads of the intra-op pool
+# and adds the partial sums at the end, so another thread count can mean another order
+# and other last bits. Whether it does depends on the kernel, the vector width and the
+# size at which the pool splits the work. The cell sums the same numbers with 1 to 4
+# threads (a CPU setting: this runs on the CPU on every machine) and counts the
+# distinct results. Before you run it: will your CPU's sums change with the threads?
 threads_before = torch.get_num_threads()
 gen = torch.Generator().manual_seed(0)
-distinct = {}
+distinct, by_threads = {}, {}
 for n in (10_000, 100_000, 1_000_000):
     v = torch.randn(n, generator=gen)  # (n,) float32
     for name, reduce in (("sum", torch.sum), ("dot", lambda t: torch.dot(t, t))):
-        results = set()
+        results = []
         for threads in (1, 2, 3, 4):
             torch.set_num_threads(threads)
-            results.add(reduce(v).item())
-        distinct[(name, n)] = len(results)
+            results.append(reduce(v).item())
+        by_threads[(name, n)] = results
+        distinct[(name, n)] = len(set(results))
 torch.set_num_threads(threads_before)
 for (name, n), count in distinct.items():
     print(f"{name} of {n:>9,} float32 numbers: {count} distinct result(s) over 1-4 threads")
 
 # %%
-# More than one distinct result means the bits depend on the thread count; one means
-# they did not for these sizes on this build. The expectation states the first:
+# The figure draws each result's distance from the one-thread result, in units of the
+# spacing between adjacent float32 numbers there: points off zero are other bits.
+import matplotlib.pyplot as plt
+
+fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+for i, ((name, n), results) in enumerate(by_threads.items()):
+    step = float(np.spacing(np.float32(results[0])))  # one float32 step at the 1-thread sum
+    offsets = [(r - results[0]) / step for r in results]
+    shift = (i - (len(by_threads) - 1) / 2) * 0.05  # keep equal points apart
+    ax.plot([t + shift for t in (1, 2, 3, 4)], offsets, "o", label=f"{name}, n={n:,}")
+ax.axhline(0, color="grey", linewidth=0.8)
+ax.set(
+    xticks=(1, 2, 3, 4),
+    xlabel="threads",
+    ylabel="float32 steps from the 1-thread result",
+    title=f"{max(distinct.values())} distinct result(s) at most, over 1 to 4 threads",
+)
+ax.legend(fontsize=8, ncols=2)
+plt.show()
+
+# %%
+# The expectation states that the bits depend on the thread count:
 from effpt.expect import expect
 
 worst = max(distinct.values())
@@ -204,23 +224,19 @@ _ = expect(
 # %%
 # What reproducibility cannot promise
 # -----------------------------------
-# Within one machine, fixing the seeds, the generators, deterministic mode and the number
-# of threads removes the sources of difference that PyTorch controls, and a run needs
-# more. Python salts the hash of every string afresh in each process unless
-# ``PYTHONHASHSEED`` is set before it starts, so your own code that iterates a set of
-# strings can visit them in another order. Deterministic mode with ``warn_only=True``
-# only warns about an op that has no deterministic kernel, and that op still varies. On
-# CUDA, ``torch.backends.cudnn.benchmark`` must stay ``False``, since it picks kernels by
-# timing them; across processes, collectives such as all-reduce add in an order of their
-# own, which changes with the number of ranks. Even with all of that, PyTorch's notes
-# promise no bit-for-bit repeat, only fewer sources of difference; a library or a
-# kernel outside that list can still vary. Across machines nothing does: PyTorch's
-# reproducibility notes say so for releases, commits and platforms. A CPU with wider
-# vectors runs a kernel that adds in another order; a GPU runs other kernels, and draws
-# from its own generator, a different algorithm from the CPU's, so the same seed gives
-# other numbers on each. A new release may change a kernel, an algorithm, or how many
-# numbers a function draws. Where a device other than the CPU is present, the cell shows
-# the second point.
+# On one machine, seeds, your own generators, deterministic mode and a fixed thread
+# count remove the differences PyTorch controls; a run needs a little more. Set
+# ``PYTHONHASHSEED`` before Python starts, or a set of strings may iterate in another
+# order in each process. Keep deterministic mode strict: with ``warn_only=True`` an op
+# without a deterministic kernel only warns, and still varies. Across processes,
+# collectives such as all-reduce add in an order that changes with the number of ranks.
+# Even then PyTorch's notes promise fewer sources of difference, not a bit-for-bit repeat.
+#
+# Across machines nothing does, as PyTorch's reproducibility notes say for releases,
+# commits and platforms: wider vectors add in another order, a GPU runs other kernels
+# and draws from a generator of another algorithm, and a new release may change a
+# kernel or how many numbers a function draws. Where this page has a GPU, the cell
+# shows the same seed giving other numbers there.
 torch.manual_seed(0)
 on_cpu = torch.rand(3)
 if device.type != "cpu":
@@ -235,11 +251,14 @@ else:
 # - Seed Python, NumPy and torch; better, pass your own ``torch.Generator`` wherever a
 #   function draws (``randperm``, ``DataLoader``, ``nn.init``): the global stream is
 #   shared with every library call, and a DataLoader pass draws from it.
+#
 # - ``torch.use_deterministic_algorithms(True)`` picks deterministic kernels and raises
 #   for operations that have none on the device (``put_`` everywhere, more on CUDA); on
 #   CUDA add ``cudnn.benchmark = False`` and ``CUBLAS_WORKSPACE_CONFIG``.
+#
 # - Seed DataLoader workers as :doc:`/auto_examples/data/plot_randomness_in_workers`
 #   shows.
+#
 # - Reproducible at best means: same machine, same versions, same thread count, same
 #   ``PYTHONHASHSEED``, and deterministic mode that raises rather than warns. A float sum's
 #   bits may change with the number of threads (measured above), and across devices

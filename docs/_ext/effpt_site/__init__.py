@@ -12,8 +12,10 @@
 * :mod:`effpt_site.expectations`: the grid of every expectation and claim on every
   machine measured, and the build log's list of those that did not hold here.
 * :mod:`effpt_site.across_machines`: this build's run and the evidence records
-  (``docs/evidence``, read by ``docs/_tools/evidence.py``) as the grid's columns; each
-  page's verdict lines linked to their rows, with how they fared elsewhere.
+  (``docs/evidence``, read by ``docs/_tools/evidence.py``) as the grid's columns, and
+  how an expectation fared elsewhere.
+* :mod:`effpt_site.verdict_box`: after each page output that prints expectations, a box
+  with each one's bound, this build's value and verdict, and how it fared elsewhere.
 * :mod:`effpt_site.page_checks`: checks that fail the build.
 * :mod:`effpt_site.packages`: the wheel and sdist of effpt that the site serves, which
   every page's install line names.
@@ -68,6 +70,7 @@ MODULES = (
     "related",
     "seo",
     "thumbnails",
+    "verdict_box",
 )
 
 

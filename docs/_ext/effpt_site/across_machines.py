@@ -8,9 +8,9 @@ source now; otherwise its cells say they come from an older version of the page.
 * :func:`columns` gives the columns, :func:`rows` the grid's rows (each expectation and
   claim of each page, in the gallery's reading order), :func:`cell` what a column says
   of a row; :mod:`effpt_site.expectations` draws the grid on the measurements page.
-* :func:`link_verdicts` (doctree-read) puts, under each page output that prints
-  expectation verdicts, one line per expectation: a link to its row, and how it fared
-  on the other machines measured.
+* :func:`summary` says how an expectation fared on the other machines measured; the
+  verdict box under each page output that prints verdicts (:mod:`effpt_site.verdict_box`)
+  shows it with this build's value and a link to the expectation's row.
 
 A record that is malformed fails the build naming its file and field; a record of a page
 that no longer exists is reported in the build log and on the measurements page.
@@ -23,7 +23,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
@@ -31,7 +30,7 @@ from effpt.claims import CLAIMS, Outcome, claim
 from effpt.expect import Expectation
 from effpt.machine import Machine
 from effpt.records import Record
-from effpt_site.i18n import N_, freeze, language_of, translate_data, translator
+from effpt_site.i18n import N_, language_of, translate_data, translator
 from effpt_site.layout import example_pages, family_dirs, reading_order
 from effpt_site.outputs import claim_files, conf_of, expectation_files, stamps
 
@@ -381,55 +380,10 @@ def summary(row: Row, cols: list[Column], t) -> str:
             parts.append(t("inconclusive on {machines}", machines=t(", ").join(unsure)))
         text = t("Elsewhere: {parts}.", parts=t("; ").join(parts))
     if older:
-        text += " " + t("{n} more recorded an older version of the page.", n=older)
+        # sentences part with a space after a Latin full stop, none after a full-width one
+        space = " " if text[-1].isascii() else ""
+        text += space + t("{n} more recorded an older version of the page.", n=older)
     return text
-
-
-def _output_blocks(doctree) -> list[nodes.literal_block]:
-    return [
-        b for b in doctree.findall(nodes.literal_block) if "sphx-glr-script-out" in b["classes"]
-    ]
-
-
-def link_verdicts(app, doctree) -> None:
-    """doctree-read: under each output block with verdict lines, link each to its row."""
-    docname = app.env.docname
-    stem = {doc: s for s, doc in example_pages(app).items()}.get(docname)
-    if stem is None:
-        return
-    folder = evidence_dir(app)
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        app.env.note_dependency(str(path))
-    cols = columns(app)
-    here = cols[0].pages.get(stem)
-    if here is None or not here.expectations:
-        return
-    t = translator(language_of(app))
-    family = docname.split("/")[-2]
-    target = app.config.effpt_measurements_doc
-    uri = app.builder.get_relative_uri(docname, target)
-    lines = {str(e): e for e in here.expectations}
-    for block in _output_blocks(doctree):
-        shown = [
-            lines[line.strip()] for line in block.astext().splitlines() if line.strip() in lines
-        ]
-        if not shown:
-            continue
-        items = nodes.bullet_list(classes=["effpt-verdict-links"])
-        for e in shown:
-            row = Row("expect", family, stem, docname, e.statement)
-            # The statement names which printed verdict the line is about, and leads to its row.
-            link = nodes.reference(
-                "",
-                translate_data(language_of(app), e.statement),
-                refuri=f"{uri}#{row.anchor}",
-                internal=True,
-            )
-            paragraph = nodes.paragraph()
-            paragraph += link
-            paragraph += nodes.Text(" — " + summary(row, cols, t))
-            items += nodes.list_item("", paragraph)
-        block.parent.insert(block.parent.index(block) + 1, freeze(items))
 
 
 def report_unknown(app, exception) -> None:
@@ -453,6 +407,5 @@ def _outdated(app, env, added, changed, removed) -> list[str]:  # noqa: ARG001
 def setup(app) -> None:
     app.add_config_value("effpt_evidence_dir", "evidence", "env")
     app.add_config_value("effpt_measurements_doc", "measurements", "env")
-    app.connect("doctree-read", link_verdicts)
     app.connect("env-get-outdated", _outdated)
     app.connect("build-finished", report_unknown)

@@ -6,12 +6,18 @@ render; the example raised (the traceback's last line is quoted); it reports zer
 execution time without being listed in ``effpt_not_executed``, or ran without the
 site's gallery hook (:func:`not_executed_reason`, asked by :mod:`effpt_site.decorations`
 for the page's stamp); it uses math markup (MathJax would be fetched from a CDN and
-outweighs a page).
+outweighs a page); with ``effpt_check_prose_length`` on, its prose runs past
+:data:`MAX_PROSE_WORDS` words or one of its paragraphs past :data:`MAX_PARAGRAPH_WORDS`
+(:func:`check_prose_length`).
+Two gallery pages that share a thumbnail (sphinx-gallery's
+placeholder, drawn for a page without a figure, most often) fail it too
+(:func:`check_thumbnails`): each page's card shows a figure of its own.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from pathlib import Path
 
@@ -19,10 +25,12 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 
 from effpt_site.layout import example_pages, examples_dir
-from effpt_site.outputs import STAMP_SUFFIX
+from effpt_site.outputs import STAMP_SUFFIX, read_cost
 from effpt_site.packages import install_command
 
 SUMMARY_TITLES = ("Summary", "Lessons learned")
+MAX_PROSE_WORDS = 1800
+MAX_PARAGRAPH_WORDS = 120
 
 
 def install_line(script: str | Path) -> str:
@@ -54,6 +62,60 @@ def check_example_source(path: Path) -> None:
         found = re.search(r"pip install [^`]*", docstring)
         seen = f"it says ``{found.group(0)}``" if found else "it states no install line"
         msg = f"{path}: the docstring must end with {expected!r}; {seen}"
+        raise ExtensionError(msg)
+
+
+def prose_paragraphs(path: Path) -> list[str]:
+    """The paragraphs of a gallery script's text blocks (code and output excluded).
+
+    A paragraph is the text between blank lines of a text block, as sphinx-gallery
+    splits the script (the docstring is the first text block); a title's underline
+    is not a word.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> script = folder / "plot_x.py"
+    >>> _ = script.write_text("'''\\nT\\n=\\n\\nOne two.\\n'''\\n# %%\\n# Three\\n#\\n# four five\\nx = 1\\n")
+    >>> prose_paragraphs(script)
+    ['T =', 'One two.', 'Three', 'four five']
+    """
+    from sphinx_gallery.py_source_parser import split_code_and_text_blocks  # noqa: PLC0415
+
+    _, blocks = split_code_and_text_blocks(str(path))[:2]
+    paragraphs = []
+    for block in blocks:
+        if block.type != "text":
+            continue
+        for chunk in re.split(r"\n\s*\n", block.content):
+            words = " ".join(w for w in chunk.split() if not re.fullmatch(r"[-=~^*]{3,}", w))
+            if words:
+                paragraphs.append(words)
+    return paragraphs
+
+
+def check_prose_length(path: Path) -> None:
+    """Fail, naming the page, when its prose is too long to read in one sitting.
+
+    The limits are :data:`MAX_PROSE_WORDS` words of text blocks per page and
+    :data:`MAX_PARAGRAPH_WORDS` words per paragraph: say a mechanism once and let the
+    measurement's output say which way it went.
+    """
+    paragraphs = prose_paragraphs(path)
+    # A directive (the before-you-start box: short fields) is not a paragraph of prose;
+    # its words still count towards the page's total.
+    problems = [
+        f"a paragraph of {len(p.split())} words (over {MAX_PARAGRAPH_WORDS}) starting "
+        f"{' '.join(p.split()[:8])!r}"
+        for p in paragraphs
+        if len(p.split()) > MAX_PARAGRAPH_WORDS and not p.startswith(".. ")
+    ]
+    total = sum(len(p.split()) for p in paragraphs)
+    if total > MAX_PROSE_WORDS:
+        problems.insert(0, f"{total} words of prose (over {MAX_PROSE_WORDS})")
+    if problems:
+        msg = f"{path}: " + "; ".join(problems)
         raise ExtensionError(msg)
 
 
@@ -128,6 +190,8 @@ def check_page(app, doctree) -> None:
         return
     script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
     check_example_source(script)
+    if app.config.effpt_check_prose_length:
+        check_prose_length(script)
     for image in doctree.findall(imgsgnode):
         check_image(Path(app.srcdir) / image["uri"].lstrip("/"), docname)
     if _executing(app):
@@ -145,8 +209,42 @@ def forbid_math(app, doctree) -> None:
         raise ExtensionError(msg)
 
 
+def thumbnail_file(app, docname: str) -> Path:
+    """Where sphinx-gallery saved the card picture of gallery page ``docname``."""
+    page = Path(app.srcdir) / docname
+    return page.parent / "images" / "thumb" / f"sphx_glr_{page.name}_thumb.png"
+
+
+def check_thumbnails(app, env) -> None:  # noqa: ARG001  (Sphinx's signature)
+    """env-check-consistency: fail when two gallery pages' thumbnails are the same picture.
+
+    Only pages that have run count (sphinx-gallery's cost file says how long): one this
+    build never executed shows the placeholder until it runs.
+    """
+    by_picture: dict[str, list[str]] = {}
+    for docname in example_pages(app).values():
+        path = thumbnail_file(app, docname)
+        cost = read_cost(app.srcdir, docname)
+        if cost is None or cost.seconds <= 0 or not path.is_file():
+            continue
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        by_picture.setdefault(digest, []).append(docname)
+    shared = [sorted(pages) for pages in by_picture.values() if len(pages) > 1]
+    if shared:
+        groups = "; ".join(", ".join(pages) for pages in sorted(shared))
+        msg = (
+            f"gallery pages share one thumbnail: {groups} (a page without a figure gets "
+            "sphinx-gallery's placeholder; give each page a figure of its own, or name the "
+            "one its card shows with sphinx_gallery_thumbnail_number)"
+        )
+        raise ExtensionError(msg)
+
+
 def setup(app) -> None:
     app.add_config_value("effpt_not_executed", {}, "env")
+    # docs/conf.py turns it on; off, a unit test's bare app skips it.
+    app.add_config_value("effpt_check_prose_length", False, "env")
     # Before effpt_site.decorations (priority 500), which asks not_executed_reason.
     app.connect("doctree-read", check_page, priority=450)
     app.connect("doctree-read", forbid_math)
+    app.connect("env-check-consistency", check_thumbnails)
