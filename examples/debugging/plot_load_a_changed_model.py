@@ -370,13 +370,17 @@ assert empty.head.weight.device == checkpoint["head.weight"].device and empty.he
 # -------
 # - Save the unwrapped model (``compiled._orig_mod``, ``ddp.module``); for a file saved
 #   from a wrapper, strip its prefix with ``consume_prefix_in_state_dict_if_present``.
+#
 # - ``strict=False`` returns what did not match instead of raising: check
 #   ``missing_keys`` and ``unexpected_keys`` and refuse a load that left what you need.
+#
 # - A shape mismatch raises even with ``strict=False``; leave the tensors of a replaced
 #   layer out of what you load.
+#
 # - Freezing is ``requires_grad_(False)`` plus an optimizer over the parameters that
 #   still need gradients, plus eval mode for normalisation layers whose statistics must
 #   stay.
+#
 # - ``assign=True`` loads into a ``meta`` model; the parameters are the checkpoint's
 #   tensors, on its device and in its dtype, so move the model and build the optimizer
 #   afterwards.

@@ -287,8 +287,11 @@ _ = expect(
 # - ``register_forward_pre_hook``, ``register_forward_hook`` and
 #   ``register_full_backward_hook`` watch a module's inputs, outputs and gradients;
 #   ``Tensor.register_hook`` watches one tensor's gradient.
+#
 # - Log reduced numbers (a norm, a max, a count of non-finite values), not the tensors:
 #   a stored tensor, detached or not, keeps its whole storage alive.
+#
 # - Keep every handle and remove it, or use it as a context manager.
+#
 # - Hooks cost a Python call each, and ``.item()`` a wait for the device; log every N
 #   steps, not every step, when the cost shows.
