@@ -310,7 +310,8 @@ assert compiles["tensor"] == 1 and compiles["float"] > 1, compiles
 # The tensor needs neither. On CUDA, put the tensor on the CPU as above or, for Adam
 # and friends, pass ``capturable=True``; PyTorch's tutorial on compiling the optimizer
 # with a scheduler has the details.
-#
+
+# %%
 # Summary
 # -------
 # - Build a schedule in the unit you step it in; most schedules are meant per batch.
