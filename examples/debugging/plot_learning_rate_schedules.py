@@ -6,9 +6,8 @@ Learning-rate schedules, warm-up and the order of steps
    :learn: - Build warm-up then cosine decay with ``SequentialLR``, and ``OneCycleLR``,
              and plot the learning rate each step gets.
            - See what goes wrong when a schedule counted in batches is stepped per
-             epoch, and the other way round.
-           - Read the warning about the order of ``optimizer.step()`` and
-             ``scheduler.step()``, and know when GradScaler raises it in correct code.
+             epoch, and read the warning about the order of ``optimizer.step()`` and
+             ``scheduler.step()``, which GradScaler can raise in correct code.
            - Resume a schedule from its ``state_dict`` so that it continues exactly.
            - Keep a compiled optimizer step from compiling again when the learning
              rate changes.
