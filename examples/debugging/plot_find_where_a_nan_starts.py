@@ -283,8 +283,9 @@ assert "non-finite" in str(clip_error), clip_error
 # With float16 and :class:`torch.amp.GradScaler`, non-finite gradients are normal now and
 # then: the scaler multiplies the loss by a large factor, and when a scaled gradient
 # overflows it skips the optimizer step and halves the factor (the mechanism is on
-# :doc:`/auto_examples/amp/plot_why_scale_gradients`). Such a skip is no bug. A run
-# that diverged looks different: its *loss* is no longer finite, before any scaling,
+# :doc:`/auto_examples/amp/plot_why_scale_gradients`). Such a skip is no bug.
+#
+# A run that diverged looks different: its *loss* is no longer finite, before any scaling,
 # so every step overflows and the scale halves step after step. The cell trains the
 # same network twice with a scaler, once with a sensible learning rate and once with
 # one far too large, and records ``scaler.get_scale()`` after every step.

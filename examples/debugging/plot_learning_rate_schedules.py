@@ -270,7 +270,9 @@ assert restarted != uninterrupted and abs(restarted[stop_at] - 0.01) < 1e-9
 # by the values it assumed, and a learning rate stored as a Python float is such a
 # value: when the scheduler changes it, the guard fails and the step is compiled again.
 # Stored as a tensor, ``torch.tensor(0.1)``, the rate is an input of the graph, and the
-# scheduler writes the new value into the same tensor. Before you look: how many times
+# scheduler writes the new value into the same tensor.
+#
+# Before you look: how many times
 # do you expect each version to compile over six steps of a warm-up? The cell counts
 # with a backend that compiles nothing, so no C++ compiler is needed; Inductor, the
 # default backend, would compile the same number of times, each taking far longer.
