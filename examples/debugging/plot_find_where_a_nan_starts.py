@@ -151,6 +151,7 @@ handle.remove()
 assert found == 37
 # sphinx_gallery_end_ignore
 
+
 # %%
 # A NaN that only the backward pass makes
 # ---------------------------------------
@@ -168,7 +169,9 @@ counts = torch.poisson(torch.ones(32, 8)).to(device)  # (batch, features), about
 w = (torch.rand(8) + 0.5).to(device).requires_grad_()  # (features,)
 loss = safe_log_model(counts, w)
 loss.backward()
-print(f"loss {loss.item():.3f} is finite; NaN in w.grad: {w.grad.isnan().sum().item()} of {w.numel()}")
+print(
+    f"loss {loss.item():.3f} is finite; NaN in w.grad: {w.grad.isnan().sum().item()} of {w.numel()}"
+)
 
 # sphinx_gallery_start_ignore
 assert torch.isfinite(loss) and w.grad.isnan().any()
@@ -196,11 +199,13 @@ print(f"RuntimeError: {anomaly_error}\n")
 for warning in caught:
     lines = str(warning.message).strip().splitlines()
     if "Error detected" in str(warning.message):  # the other warning says the mode is on
-        print("\n".join(lines[:1] + ["    ..."] + lines[-3:]))
+        print("\n".join([*lines[:1], "    ...", *lines[-3:]]))
 
 # sphinx_gallery_start_ignore
 assert "returned nan values" in str(anomaly_error), anomaly_error
-assert any("torch.log(scaled)" in str(wr.message) for wr in caught), [str(wr.message) for wr in caught]
+assert any("torch.log(scaled)" in str(wr.message) for wr in caught), [
+    str(wr.message) for wr in caught
+]
 # sphinx_gallery_end_ignore
 
 # %%
@@ -262,7 +267,9 @@ model = make_model()  # with LogFeatures: its output and gradients hold NaN
 model(x).pow(2).mean().backward()
 total = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
 finite_grads = sum(bool(torch.isfinite(p.grad).all()) for p in model.parameters())
-print(f"default: total norm {total.item()}, parameters with finite gradients after it: {finite_grads} of {len(list(model.parameters()))}")
+print(
+    f"default: total norm {total.item()}, parameters with finite gradients after it: {finite_grads} of {len(list(model.parameters()))}"
+)
 
 model.zero_grad()
 model(x).pow(2).mean().backward()
@@ -315,17 +322,21 @@ def train_with_scaler(lr: float, steps: int = 40) -> tuple[list[float], list[flo
 
 history = {"lr 0.05": train_with_scaler(0.05), "lr 50": train_with_scaler(50.0)}
 for name, (scales, losses) in history.items():
-    skipped = sum(b < a for a, b in zip([2.0**20, *scales], scales))
+    skipped = sum(b < a for a, b in zip([2.0**20, *scales[:-1]], scales, strict=True))
     first_bad = next((i for i, v in enumerate(losses) if not torch.isfinite(torch.tensor(v))), None)
-    print(f"{name}: {skipped} of {len(scales)} steps skipped, final scale {scales[-1]:.3g}, "
-          f"last loss {losses[-1]:.4g}, first non-finite loss at step {first_bad}")
+    print(
+        f"{name}: {skipped} of {len(scales)} steps skipped, final scale {scales[-1]:.3g}, "
+        f"last loss {losses[-1]:.4g}, first non-finite loss at step {first_bad}"
+    )
 
 # sphinx_gallery_start_ignore
+import itertools
+
 good_scales, good_losses = history["lr 0.05"]
 bad_scales, bad_losses = history["lr 50"]
 assert all(torch.isfinite(torch.tensor(good_losses))), good_losses
 assert good_losses[-1] < good_losses[0]
-assert sum(b < a for a, b in zip(good_scales, good_scales[1:])) <= 10, good_scales
+assert sum(b < a for a, b in itertools.pairwise(good_scales)) <= 10, good_scales
 assert not torch.isfinite(torch.tensor(bad_losses[-1]))
 assert bad_scales[-1] < good_scales[-1] * 2.0**-10, (bad_scales[-1], good_scales[-1])
 # sphinx_gallery_end_ignore
@@ -340,7 +351,7 @@ assert bad_scales[-1] < good_scales[-1] * 2.0**-10, (bad_scales[-1], good_scales
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
-for (name, (scales, _)), marker in zip(history.items(), "os"):
+for (name, (scales, _)), marker in zip(history.items(), "os", strict=True):
     ax.plot(range(1, len(scales) + 1), scales, marker, ms=4, label=name)
 ax.set_yscale("log", base=2)
 ax.set_xlabel("training step")

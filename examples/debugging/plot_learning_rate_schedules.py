@@ -75,7 +75,9 @@ curves = {
 }
 for name, rates in curves.items():
     peak = max(range(len(rates)), key=rates.__getitem__)
-    print(f"{name}: first {rates[0]:.4f}, peak {rates[peak]:.4f} at step {peak}, last {rates[-1]:.2e}")
+    print(
+        f"{name}: first {rates[0]:.4f}, peak {rates[peak]:.4f} at step {peak}, last {rates[-1]:.2e}"
+    )
 
 # sphinx_gallery_start_ignore
 seq = curves["LinearLR, then CosineAnnealingLR"]
@@ -90,12 +92,14 @@ assert seq[-1] < 0.001
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
-for (name, rates), marker in zip(curves.items(), "o^"):
+for (name, rates), marker in zip(curves.items(), "o^", strict=True):
     ax.plot(range(len(rates)), rates, marker, ms=3, label=name)
 ax.axvline(warmup, color="grey", lw=0.8, ls=":")
 ax.set_xlabel("optimizer step (one per batch)")
 ax.set_ylabel("learning rate")
-ax.set_title(f"Two schedules over {total_steps} steps ({epochs} epochs of {batches_per_epoch} batches)")
+ax.set_title(
+    f"Two schedules over {total_steps} steps ({epochs} epochs of {batches_per_epoch} batches)"
+)
 ax.legend()
 plt.show()
 
@@ -115,8 +119,10 @@ for _ in range(epochs):
         optimizer.step()
     scheduler.step()  # once per epoch: 5 steps of a 100-step schedule
 per_epoch_rate = scheduler.get_last_lr()[0]
-print(f"stepped per epoch: rate after training {per_epoch_rate:.4f}, scheduler steps taken "
-      f"{scheduler.last_epoch} of a warm-up of {warmup}")
+print(
+    f"stepped per epoch: rate after training {per_epoch_rate:.4f}, scheduler steps taken "
+    f"{scheduler.last_epoch} of a warm-up of {warmup}"
+)
 
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
 scheduler = OneCycleLR(optimizer, max_lr=0.1, total_steps=epochs)  # counted in epochs
@@ -249,14 +255,17 @@ scheduler.load_state_dict(checkpoint["scheduler"])
 resumed = before + run(optimizer, scheduler, total_steps - stop_at)
 restarted = before + run(*build(), total_steps - stop_at)
 
-print(f"rate at step {stop_at}: uninterrupted {uninterrupted[stop_at]:.5f}, "
-      f"resumed {resumed[stop_at]:.5f}, scheduler not restored {restarted[stop_at]:.5f}")
+print(
+    f"rate at step {stop_at}: uninterrupted {uninterrupted[stop_at]:.5f}, "
+    f"resumed {resumed[stop_at]:.5f}, scheduler not restored {restarted[stop_at]:.5f}"
+)
 print(f"resumed run equals the uninterrupted one at every step: {resumed == uninterrupted}")
 
 # sphinx_gallery_start_ignore
 assert resumed == uninterrupted
 assert restarted != uninterrupted and abs(restarted[stop_at] - 0.01) < 1e-9
 # sphinx_gallery_end_ignore
+
 
 # %%
 # Build the scheduler before loading, so that its constructor's first step is
