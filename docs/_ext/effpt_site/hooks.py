@@ -44,6 +44,8 @@ RESET_STATE = (
     "torch's intra-op thread count, as it was when the build started",
     "torch._dynamo's compiled-graph cache (when torch._dynamo was imported)",
     "torch print options",
+    "sys.excepthook (torch.distributed's init_process_group installs a rank-prefixing one "
+    "that destroy_process_group leaves in place)",
     "warning filters: DeprecationWarning and FutureWarning from torch, NumPy, effpt or the page are errors",
     "matplotlib's rcParams (sphinx-gallery's own 'matplotlib' reset)",
 )
@@ -137,6 +139,10 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     >>> reset_state({"gallery_dirs": "out", "src_dir": "."}, None)
     >>> torch.get_default_dtype()
     torch.float32
+    >>> sys.excepthook = print
+    >>> reset_state({"gallery_dirs": "out", "src_dir": "."}, None)
+    >>> sys.excepthook is sys.__excepthook__
+    True
     >>> reset_state({"gallery_dirs": "out", "src_dir": "."}, None, when="after")
     """
     if when == "after":
@@ -163,6 +169,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     torch.set_float32_matmul_precision("highest")
     torch.set_num_threads(_BUILD_THREADS)
     torch.set_printoptions(profile="default")
+    sys.excepthook = sys.__excepthook__
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()
     if torch.cuda.is_available():
