@@ -18,7 +18,8 @@ Train a network in mixed precision and see where its time goes
            512 × 512 board in float32, TF32, float16, bfloat16 and float16 under
            :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. On a CPU
            without native bfloat16 (AVX512-BF16 or AMX) the bfloat16 step can run on
-           slow fallback kernels (14 times float32's time on an AVX2-only AMD Zen 3).
+           slow fallback kernels (about 14 times float32's time on an AVX2-only AMD
+           Zen 3).
 
 Mixed precision is a few extra lines in a training loop. Whether they make a step
 faster depends on the machine: the 16-bit matrix products must run faster there than
