@@ -199,11 +199,15 @@ plt.show()
 # %%
 # Synchronisation points that slip in
 # -----------------------------------
-# Some calls need a result on the host and therefore wait for the device: ``.item()``,
-# ``.cpu()``, ``.tolist()``, ``print(tensor)``, ``if tensor > 0:``, and operators whose
-# output size depends on the data, such as :func:`torch.nonzero`. Inside a training
-# loop each one drains the GPU's queue. Below, one loop reads its running loss every
-# step, another keeps it on the device and reads it once at the end.
+# Some calls need a result on the host: ``.item()``, ``.cpu()``, ``.tolist()``,
+# ``print(tensor)``, ``if tensor > 0:``, and operators whose output size depends on the
+# data, such as :func:`torch.nonzero`. Each copies a value from the device to the
+# host (for ``nonzero``, its output's size), and PyTorch's `CUDA semantics notes
+# <https://docs.pytorch.org/docs/stable/notes/cuda.html#asynchronous-execution>`__
+# (asynchronous execution) say such a copy synchronises: it waits for the work queued
+# before it, so inside a training loop each one drains the GPU's queue. Below, one
+# loop reads its running loss every step, another keeps it on the device and reads it
+# once at the end.
 from effpt.bench import compare
 
 weights = torch.randn(256, 256, device=device)

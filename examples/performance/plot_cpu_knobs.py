@@ -355,9 +355,10 @@ folder.cleanup()
 # %%
 # A narrower type is faster only where the CPU has instructions for it. On a CPU with
 # native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) a bfloat16 matrix product
-# should run at least as fast as a float32 one; on one without, every element is
-# converted and the product can be many times slower. A single probe product sizes the
-# comparison so that the slow case stays short.
+# should run at least as fast as a float32 one; on one without, torch falls back to a
+# generic kernel, which can be many times slower. A single probe product sizes the
+# comparison so that the slow case stays short, and the line before the verdict says
+# whether ``/proc/cpuinfo`` lists such instructions (unknown where there is none).
 import time
 
 probe = torch.randn(128, 128, dtype=torch.bfloat16)
@@ -373,6 +374,14 @@ bf16 = compare(
     f"{size}×{size} matrix product",
     {"float32": lambda: x32 @ x32, "bfloat16": lambda: x16 @ x16},
     budget_s=0.3,
+)
+cpuinfo = Path("/proc/cpuinfo")
+flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
+native = sorted(flags & {"avx512_bf16", "amx_bf16", "bf16"})  # x86 and Arm names
+unlisted = "none listed in /proc/cpuinfo" if flags else "unknown (no /proc/cpuinfo here)"
+print(
+    f"capability {torch.backends.cpu.get_cpu_capability()}; "
+    f"native bfloat16 instructions: {', '.join(native) or unlisted}"
 )
 _ = expect(
     f"a {size}×{size} bfloat16 product runs faster than a float32 one here",
