@@ -101,7 +101,7 @@ for p in params:
 
 def stepper(**how):
     copies = [p.detach().clone().requires_grad_() for p in params]
-    for c, p in zip(copies, params):
+    for c, p in zip(copies, params, strict=True):
         c.grad = p.grad.clone()
     optimizer = torch.optim.Adam(copies, lr=1e-3, **how)
     optimizer.step()  # creates the state; an unsupported implementation raises here
@@ -113,9 +113,7 @@ try:
     variants["fused"] = stepper(fused=True)
 except (RuntimeError, ValueError) as exc:
     print(f"fused Adam is not available here ({torch.__version__}, {device.type}): {exc}")
-timed = compare(
-    f"one Adam step over {len(params)} tensors", variants, device=device, budget_s=0.3
-)
+timed = compare(f"one Adam step over {len(params)} tensors", variants, device=device, budget_s=0.3)
 
 # %%
 # The expectations compare each grouped implementation with the for-loop.
@@ -195,7 +193,7 @@ def train(in_backward: bool, steps: int = 3) -> tuple[nn.Module, list[int]]:
     torch.manual_seed(0)
     model, alive = make_model(), []
     for p in model.parameters():
-        p.register_post_accumulate_grad_hook(lambda p: alive.append(grad_bytes_alive(model)))
+        p.register_post_accumulate_grad_hook(lambda _: alive.append(grad_bytes_alive(model)))
     if in_backward:
         per_param = {p: torch.optim.Adam([p], lr=1e-3, foreach=False) for p in model.parameters()}
 
@@ -224,7 +222,9 @@ largest = max(p.numel() * p.element_size() for p in usual.parameters())
 print(f"gradient bytes alive at most, usual loop:    {max(alive_usual):>10,}")
 print(f"gradient bytes alive at most, step in hooks: {max(alive_hooked):>10,}")
 print(f"(all gradients {param_bytes:,} bytes; the largest one {largest:,})")
-same = all(torch.allclose(a, b) for a, b in zip(usual.parameters(), hooked.parameters()))
+same = all(
+    torch.allclose(a, b) for a, b in zip(usual.parameters(), hooked.parameters(), strict=True)
+)
 print(f"both loops end with the same weights: {same}")
 
 # sphinx_gallery_start_ignore
@@ -320,9 +320,14 @@ left.set(
     ylabel="µs per step",
     title=f"Adam step, {len(params)} tensors ({device.type})",
 )
-right.step(range(len(alive_usual)), alive_usual, where="post", label="usual loop")
-right.step(range(len(alive_hooked)), alive_hooked, where="post", label="step in hooks")
-right.set(xlabel="gradient completed", ylabel="gradient bytes alive", title="During backward")
+MiB = 2**20
+right.step(
+    range(len(alive_usual)), [b / MiB for b in alive_usual], where="post", label="usual loop"
+)
+right.step(
+    range(len(alive_hooked)), [b / MiB for b in alive_hooked], where="post", label="step in hooks"
+)
+right.set(xlabel="gradient completed", ylabel="MiB of gradients alive", title="During backward")
 right.legend()
 plt.show()
 

@@ -167,7 +167,8 @@ tokens = torch.randint(0, small_config["vocab"], (4, 64), device=device)  # (bat
 with torch.no_grad():
     want = reference(tokens)
     for name, model in (("to_empty + load", first), ("assign=True", second)):
-        print(f"{name:>15}: {next(model.parameters()).device}, same output {torch.equal(model(tokens), want)}")
+        same = torch.equal(model(tokens), want)
+        print(f"{name:>15}: {next(model.parameters()).device}, same output {same}")
 shares = second[0].weight.data_ptr() == checkpoint["0.weight"].data_ptr()
 print(f"assign=True shares the checkpoint's memory: {shares}")
 
@@ -253,7 +254,8 @@ import matplotlib.pyplot as plt
 fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
 est = [e for _, e, _ in rows]
 ax.plot(est, [h for *_, h in rows], "o", ms=9, label=f"held ({device.type})")
-ax.plot([min(est) / 2, max(est) * 2], [min(est) / 2, max(est) * 2], "--", color="grey", label="exact")
+span = [min(est) / 2, max(est) * 2]
+ax.plot(span, span, "--", color="grey", label="exact")
 for b, e, h in rows:
     ax.annotate(f"batch {b}", (e, h), textcoords="offset points", xytext=(8, -12))
 ax.set(xscale="log", yscale="log", xlabel="estimated bytes (fake tensors)", ylabel="bytes held")
