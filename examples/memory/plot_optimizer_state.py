@@ -76,8 +76,7 @@ assert all(set(s) == {"step", "exp_avg", "exp_avg_sq"} for s in state)
 
 # %%
 # With the gradients, a float32 model trained with Adam holds four copies of its
-# parameters' size before any activation is saved: 16 bytes per parameter. SGD with
-# momentum keeps one buffer, plain SGD none.
+# parameters' size before any activation is saved: 16 bytes per parameter.
 
 # %%
 # Three ways to run the same step
@@ -132,8 +131,8 @@ if len(timed) == 3:
     )
 
 # %%
-# When neither flag is given, PyTorch picks ``foreach`` for tensors on a GPU and the
-# for-loop on the CPU; ``fused`` is never the default in torch 2.6, so ask for it.
+# Without either flag PyTorch chooses for you (``foreach`` for tensors on CUDA, as its
+# documentation says); ``fused`` has to be asked for.
 
 # %%
 # No weight decay on norms and biases
