@@ -3,9 +3,8 @@ Optimizers: their state, their speed, their parameter groups
 ============================================================
 
 .. effpt-before-you-start::
-   :learn: - Measure what Adam keeps per parameter, in bytes.
-           - Time the for-loop, ``foreach`` and ``fused`` implementations of one Adam
-             step, and read the verdicts.
+   :learn: - Measure what Adam keeps per parameter, in bytes, and time the for-loop,
+             ``foreach`` and ``fused`` implementations of its step.
            - Keep weight decay off norms and biases with parameter groups.
            - Step inside ``backward`` with ``register_post_accumulate_grad_hook`` and
              count the gradient bytes it keeps from being alive at once.
