@@ -141,8 +141,9 @@ assert bf16_losses[-1] > 10 * runs["master copy"][0][-1]
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+styles = {"float32": "-", "bfloat16": "-", "autocast": "-", "master copy": "--"}  # two may overlap
 for mode, (losses, _, _) in runs.items():
-    ax.plot(range(1, steps + 1), losses, label=mode)
+    ax.plot(range(1, steps + 1), losses, styles[mode], label=mode)
 ax.set(xlabel="step", ylabel="mean squared error", yscale="log", title="Where bfloat16 stalls")
 ax.legend()
 plt.show()
