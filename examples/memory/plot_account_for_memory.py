@@ -131,10 +131,13 @@ assert counted == predicted, (counted, predicted)
 # The counts above are the page's own arithmetic. The allocator counts what was really
 # allocated, rounding and workspaces included. On CUDA and MPS the running total is a
 # function call (:func:`torch.cuda.memory_allocated`,
-# :func:`torch.mps.current_allocated_memory`); the CPU allocator keeps none, but the
-# profiler run with ``profile_memory=True`` records each allocation with the total after
-# it. ``mark`` notes where each phase ends; the step starts with the gradients set to
-# ``None`` and a fresh optimizer, so that gradients and state are allocated inside it.
+# :func:`torch.mps.current_allocated_memory`). The CPU allocator keeps none, but the
+# profiler run with ``profile_memory=True`` records each allocation with a running
+# total after it, counted from where the last profiled run left it; the step's figures
+# are taken above the total before its first allocation. ``mark`` (CUDA, MPS) or a
+# zero-length :func:`~torch.profiler.record_function` span (CPU) notes where each phase
+# ends. The step starts with the gradients set to ``None`` and a fresh optimizer, so
+# that gradients and state are allocated inside it.
 import json
 import os
 import tempfile
@@ -176,14 +179,15 @@ def measured_step() -> dict[str, int]:
     with tempfile.TemporaryDirectory() as tmp:
         prof.export_chrome_trace(str(Path(tmp) / "trace.json"))
         events = json.loads((Path(tmp) / "trace.json").read_text(encoding="utf-8"))["traceEvents"]
-    memory = sorted(
-        (e["ts"], e["args"]["Total Allocated"])
+    memory = sorted(  # (time, running total after the event, the event's bytes)
+        (e["ts"], e["args"]["Total Allocated"], e["args"]["Bytes"])
         for e in events
         if e.get("name") == "[memory]" and e["args"].get("Device Type") == 0  # the CPU
     )
+    base = memory[0][1] - memory[0][2]  # the total before the step's first allocation
     for e in events:
         if e.get("name") in PHASES and e.get("ph") == "X":
-            totals[e["name"]] = max(((ts, t) for ts, t in memory if ts <= e["ts"]), default=(0, 0))[1]
+            totals[e["name"]] = max((ts, t) for ts, t, _ in memory if ts <= e["ts"])[1] - base
     return totals
 
 
