@@ -41,9 +41,15 @@ device = pick_device()
 print(describe(device))
 torch.manual_seed(0)
 
-batch, d_in, hidden, classes = (1024, 1024, 4096, 10) if device.type == "cuda" else (64, 256, 512, 10)
+batch, d_in, hidden, classes = (
+    (1024, 1024, 4096, 10) if device.type == "cuda" else (64, 256, 512, 10)
+)
 model = nn.Sequential(
-    nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, classes)
+    nn.Linear(d_in, hidden),
+    nn.ReLU(),
+    nn.Linear(hidden, hidden),
+    nn.ReLU(),
+    nn.Linear(hidden, classes),
 ).to(device)
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 x = torch.randn(batch, d_in, device=device)  # (batch, d_in)
@@ -114,7 +120,9 @@ counted = {
     "saved activations": sum(n for ptr, n in saved.items() if ptr not in not_activations),
 }
 for what, n in counted.items():
-    print(f"{what:>17}: {n / MiB:8.3f} MiB counted, prediction {'exact' if n == predicted[what] else 'off'}")
+    print(
+        f"{what:>17}: {n / MiB:8.3f} MiB counted, prediction {'exact' if n == predicted[what] else 'off'}"
+    )
 
 # sphinx_gallery_start_ignore
 assert counted == predicted, (counted, predicted)
@@ -154,10 +162,10 @@ def measured_step() -> dict[str, int]:
     model.zero_grad(set_to_none=True)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     totals = {}
-    counter = {"cuda": torch.cuda.memory_allocated, "mps": lambda: torch.mps.current_allocated_memory()}
+    counter = {"cuda": torch.cuda.memory_allocated, "mps": torch.mps.current_allocated_memory}
     if device.type in counter:
         base = counter[device.type]()
-        mark = lambda name: totals.__setitem__(name, counter[device.type]() - base)  # noqa: E731
+        mark = lambda name: totals.__setitem__(name, counter[device.type]() - base)
         loss = F.cross_entropy(model(x), y)
         mark(PHASES[0])
         loss.backward()
@@ -192,7 +200,11 @@ def measured_step() -> dict[str, int]:
 
 
 allocated = measured_step()
-print("\n".join(f"{k:>15}: {v / MiB:8.3f} MiB allocated above the start" for k, v in allocated.items()))
+print(
+    "\n".join(
+        f"{k:>15}: {v / MiB:8.3f} MiB allocated above the start" for k, v in allocated.items()
+    )
+)
 
 # %%
 # The prediction for each phase: after the forward pass, the saved activations and the
@@ -249,7 +261,7 @@ for what, color in colors.items():
 ax.plot([], [], "ko", label="allocator's total")
 ax.axhline(0, color="k", linewidth=0.8)
 ax.set_xticks(range(len(PHASES)), PHASES)
-ax.set(ylabel="MiB", title=f"One Adam step on {device.type}")
+ax.set(ylabel="MiB above the step's start", title=f"One Adam step on {device.type}")
 ax.legend(fontsize="small", loc="upper left")
 plt.show()
 
@@ -279,14 +291,16 @@ if device.type == "cuda":
     }
     print("\n".join(f"{k:>15}: {v / MiB:10.1f} MiB" for k, v in stats.items()))
     # sphinx_gallery_start_ignore
-    assert stats["allocated"] <= stats["peak allocated"] <= stats["reserved"] <= stats["driver: used"]
+    assert (
+        stats["allocated"] <= stats["peak allocated"] <= stats["reserved"] <= stats["driver: used"]
+    )
     # sphinx_gallery_end_ignore
 else:
     print(f"on this {device.type} build: the caching allocator's statistics need CUDA")
 
 # %%
-# The peak lies above the count after the step: during the backward pass the saved
-# activations and the new gradients are alive together, and temporaries come and go.
+# On CUDA the peak lies above the count after the step: during the backward pass the
+# saved activations and the new gradients are alive together, and temporaries come and go.
 #
 # A memory snapshot
 # -----------------
@@ -308,7 +322,9 @@ if device.type == "cuda":
         torch.cuda.memory._dump_snapshot(str(Path(tmp) / "snapshot.pickle"))
         print(f"snapshot file: {(Path(tmp) / 'snapshot.pickle').stat().st_size:,} bytes")
     torch.cuda.memory._record_memory_history(enabled=None)  # stop recording
-    trace = snapshot["device_traces"][device.index or 0]
+    trace = snapshot["device_traces"][
+        torch.cuda.current_device() if device.index is None else device.index
+    ]
     live, level = [], torch.cuda.memory_allocated(device)
     for event in reversed(trace):  # walk back from the level now to the level before
         live.append(level)
@@ -316,7 +332,9 @@ if device.type == "cuda":
     live.reverse()
     fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
     ax.plot([v / MiB for v in live], ".-", markersize=3)
-    ax.set(xlabel="allocator event", ylabel="MiB allocated", title="One step, from the memory snapshot")
+    ax.set(
+        xlabel="allocator event", ylabel="MiB allocated", title="One step, from the memory snapshot"
+    )
     plt.show()
     print(f"{len(trace)} events; peak {max(live) / MiB:.1f} MiB, last {live[-1] / MiB:.1f} MiB")
 else:
@@ -333,6 +351,7 @@ else:
 # another process or library on the same GPU; it gives this process nothing it could not
 # already reuse.
 if device.type == "cuda":
+
     def reading() -> tuple[int, int, int]:
         free, total = torch.cuda.mem_get_info(device)
         return torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device), total - free
@@ -343,7 +362,9 @@ if device.type == "cuda":
     torch.cuda.empty_cache()
     steps["after empty_cache"] = reading()
     for name, (a, r, u) in steps.items():
-        print(f"{name:>18}: allocated {a / MiB:8.1f}, reserved {r / MiB:8.1f}, driver used {u / MiB:8.1f} MiB")
+        print(
+            f"{name:>18}: allocated {a / MiB:8.1f}, reserved {r / MiB:8.1f}, driver used {u / MiB:8.1f} MiB"
+        )
     # sphinx_gallery_start_ignore
     assert steps["after del"][1] == steps["before del"][1]  # del returns nothing to the driver
     assert steps["after empty_cache"][1] <= steps["after del"][1]

@@ -59,7 +59,11 @@ STEPS = 12
 
 def live_bytes(step, steps: int = STEPS) -> list[int]:
     if device.type in ("cuda", "mps"):
-        now = torch.cuda.memory_allocated if device.type == "cuda" else torch.mps.current_allocated_memory
+        now = (
+            torch.cuda.memory_allocated
+            if device.type == "cuda"
+            else torch.mps.current_allocated_memory
+        )
         base, after = now(), []
         for i in range(steps):
             step(i)
@@ -81,7 +85,10 @@ def live_bytes(step, steps: int = STEPS) -> list[int]:
     )
     base = memory[0][1] - memory[0][2] if memory else 0  # the total before the first event
     ends = sorted(e["ts"] for e in events if e.get("name", "").startswith("end of step"))
-    return [max([(ts, t) for ts, t, _ in memory if ts <= end], default=(0, base))[1] - base for end in ends]
+    return [
+        max([(ts, t) for ts, t, _ in memory if ts <= end], default=(0, base))[1] - base
+        for end in ends
+    ]
 
 
 def train_step() -> torch.Tensor:
@@ -117,7 +124,9 @@ def sum_loss_item(i: int) -> None:
 
 
 results["sum of losses"] = (live_bytes(sum_loss_tensor), live_bytes(sum_loss_item))
-for name, per_step in zip(("total += loss", "total += loss.item()"), results["sum of losses"]):
+for name, per_step in zip(
+    ("total += loss", "total += loss.item()"), results["sum of losses"], strict=True
+):
     print(f"{name:>21}: {[round(b / KiB) for b in per_step]} KiB after each step")
 
 # %%
@@ -152,49 +161,50 @@ assert isinstance(totals["fixed"], float)
 # Outputs kept in a list
 # ----------------------
 # Keeping each step's output for a metric at the end of the epoch keeps every output
-# tensor and its graph. Count the tensors Python can reach, through :func:`gc.get_objects`,
-# before and after the loop: each step adds one. Compute the metric as you go, as a
-# number, and nothing accumulates. When you need the outputs themselves, keep
-# ``out.detach().cpu()`` and budget for their bytes.
+# tensor and its graph. A weak reference (:func:`weakref.ref`) to each step's output
+# counts the outputs still alive without keeping them: each step of the leaky loop adds
+# one. Compute the metric as you go, as a number, and nothing accumulates. When you need
+# the outputs themselves, keep ``out.detach().cpu()`` and budget for their bytes.
 import gc
-
-
-def tensors_alive() -> int:
-    # type(o), not isinstance: isinstance would touch every object's __class__, which
-    # warns for some deprecated objects torch keeps in its modules
-    return sum(1 for o in gc.get_objects() if issubclass(type(o), torch.Tensor))
-
+import weakref
 
 outputs, sse = [], [0.0]
+watched = {"leaky": [], "fixed": []}  # weak references to each step's output
 
 
 def keep_outputs(i: int) -> None:
     out, _ = train_step()
     outputs.append(out)
+    watched["leaky"].append(weakref.ref(out))
 
 
 def keep_a_number(i: int) -> None:
     out, _ = train_step()
     sse[0] += ((out.detach() - y) ** 2).sum().item()
+    watched["fixed"].append(weakref.ref(out))
 
 
-before = tensors_alive()
 results["outputs in a list"] = (live_bytes(keep_outputs), live_bytes(keep_a_number))
-print(f"tensors Python can reach: {before} before the loops, {tensors_alive()} after")
+alive = {k: sum(r() is not None for r in refs) for k, refs in watched.items()}
+print(f"outputs still alive after {STEPS} steps: leaky {alive['leaky']}, fixed {alive['fixed']}")
 leaky, fixed = results["outputs in a list"]
-print(f"one output: {outputs[0].nbytes} bytes; per step, leaky: {(leaky[-1] - leaky[0]) / (STEPS - 1):.0f} bytes, "
-      f"fixed: {(fixed[-1] - fixed[0]) / (STEPS - 1):.0f} bytes")
+print(
+    f"one output: {outputs[0].nbytes} bytes; per step, leaky: {(leaky[-1] - leaky[0]) / (STEPS - 1):.0f} bytes, "
+    f"fixed: {(fixed[-1] - fixed[0]) / (STEPS - 1):.0f} bytes"
+)
 
 # sphinx_gallery_start_ignore
-assert tensors_alive() - before >= STEPS
-fixed = results["outputs in a list"][1]
+assert alive == {"leaky": STEPS, "fixed": 0}, alive
 assert max(fixed) == min(fixed), fixed
 # sphinx_gallery_end_ignore
 
 # %%
-# Found: :func:`gc.get_referrers` lists the objects that refer to a tensor. For the
+# Found: ``gc.get_referrers()`` lists the objects that refer to a tensor. For the
 # first output it finds the list (the module's namespace holds the list, not the tensor):
-holders = [type(r).__name__ + (f" of {len(r)}" if isinstance(r, list) else "") for r in gc.get_referrers(outputs[0])]
+holders = [
+    type(r).__name__ + (f" of {len(r)}" if type(r) is list else "")
+    for r in gc.get_referrers(outputs[0])
+]
 print(f"what refers to the first output: {holders}")
 outputs.clear()
 
@@ -211,17 +221,23 @@ assert f"list of {STEPS}" in holders
 # detached, and removes the hook when done: a ``RemovableHandle`` is what
 # ``register_forward_hook`` returns.
 stored = []
-handle = model[1].register_forward_hook(lambda module, args, out: stored.append(out))
-leaky = live_bytes(lambda i: train_step())
+handle = model[1].register_forward_hook(lambda _module, _args, out: stored.append(out))
+leaky = live_bytes(lambda _i: train_step())
 handle.remove()
-print(f"hooks on the ReLU after remove(): {len(model[1]._forward_hooks)}; stored: {len(stored)} tensors")
+print(
+    f"hooks on the ReLU after remove(): {len(model[1]._forward_hooks)}; stored: {len(stored)} tensors"
+)
 latest = {}
-handle = model[1].register_forward_hook(lambda module, args, out: latest.update(relu=out.detach()))
-results["a hook that stores"] = (leaky, live_bytes(lambda i: train_step()))
+handle = model[1].register_forward_hook(
+    lambda _module, _args, out: latest.update(relu=out.detach())
+)
+results["a hook that stores"] = (leaky, live_bytes(lambda _i: train_step()))
 handle.remove()
 stored.clear()
-print(f"one activation: {batch * hidden * 4 / KiB:.0f} KiB; per step, leaky: "
-      f"{(leaky[-1] - leaky[0]) / (STEPS - 1) / KiB:.0f} KiB")
+print(
+    f"one activation: {batch * hidden * 4 / KiB:.0f} KiB; per step, leaky: "
+    f"{(leaky[-1] - leaky[0]) / (STEPS - 1) / KiB:.0f} KiB"
+)
 
 # sphinx_gallery_start_ignore
 fixed = results["a hook that stores"][1]
@@ -234,30 +250,33 @@ assert leaky[-1] - leaky[0] >= (STEPS - 1) * batch * hidden * 4
 # ----------------------------------------
 # CPython frees an object when its reference count drops to zero. Objects that refer to
 # each other never get there; the cyclic garbage collector finds them, but it runs after
-# a number of new Python objects (:func:`gc.get_threshold`), not when the device's memory
+# a number of new Python objects (``gc.get_threshold()``), not when the device's memory
 # runs low, so a cycle that holds a large GPU tensor can exhaust the GPU first. Here a
 # step's log record refers to itself; automatic collection is switched off while the loop
 # runs, to show what a cycle holds between two collections. The fix breaks the cycle.
 gc_was_enabled = gc.isenabled()
 gc.disable()
 try:
+    in_cycles, logged = [], []  # weak references to the outputs the records hold; steps
 
     def record_with_cycle(i: int) -> None:
         out, _ = train_step()
         record = {"step": i, "out": out}
         record["self"] = record  # e.g. a callback that keeps a reference to its owner
+        in_cycles.append(weakref.ref(out))
 
     def record_without_cycle(i: int) -> None:
         out, _ = train_step()
         record = {"step": i, "out": out}  # freed when the function returns
+        logged.append(record["step"])
 
     cycle = live_bytes(record_with_cycle)
-    victims = [o for o in gc.get_objects() if type(o) is dict and o.get("self") is o]
-    referrer = type(gc.get_referrers(victims[0]["out"])[0]).__name__
-    print(f"cyclic records alive before collecting: {len(victims)}; an output is held by a {referrer}")
-    n_cyclic = len(victims)
-    del victims
+    n_cyclic = sum(r() is not None for r in in_cycles)
+    referrer = type(gc.get_referrers(in_cycles[0]())[0]).__name__
+    print(f"outputs alive after the loop: {n_cyclic}; the first is held by a {referrer}")
     print(f"gc.collect() found {gc.collect()} unreachable objects")
+    n_after = sum(r() is not None for r in in_cycles)
+    print(f"outputs alive after gc.collect(): {n_after}")
     results["a reference cycle"] = (cycle, live_bytes(record_without_cycle))
 finally:
     if gc_was_enabled:
@@ -267,7 +286,7 @@ finally:
 fixed = results["a reference cycle"][1]
 assert max(fixed) == min(fixed), fixed
 assert cycle[-1] > cycle[0]
-assert referrer == "dict" and n_cyclic == STEPS
+assert referrer == "dict" and n_cyclic == STEPS and n_after == 0
 # sphinx_gallery_end_ignore
 
 # %%
@@ -278,10 +297,10 @@ assert referrer == "dict" and n_cyclic == STEPS
 import matplotlib.pyplot as plt
 
 fig, axes = plt.subplots(1, 4, figsize=(12, 3.2), layout="constrained", sharex=True)
-for ax, (leak, (grows, flat)) in zip(axes, results.items()):
+for ax, (leak, (grows, flat)) in zip(axes, results.items(), strict=True):
     ax.plot(range(1, STEPS + 1), [b / KiB for b in grows], "o", color="C3", label="leaky")
     ax.plot(range(1, STEPS + 1), [b / KiB for b in flat], "s", color="C0", label="fixed")
-    ax.set(title=leak, xlabel="step")
+    ax.set(title=leak, xlabel="step", xticks=range(2, STEPS + 1, 2))
 axes[0].set_ylabel(f"KiB allocated on {device.type}")
 axes[0].legend(fontsize="small")
 plt.show()
@@ -315,12 +334,21 @@ if device.type == "cuda":
     ratio = {}
     for setting in ("expandable_segments:False", "expandable_segments:True"):
         env = {**os.environ, "PYTORCH_CUDA_ALLOC_CONF": setting}
-        done = subprocess.run([sys.executable, "-c", LOOP], env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-c", LOOP],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"the loop with {setting} failed:\n{done.stderr[-2000:]}")
         got = json.loads(done.stdout.strip().splitlines()[-1])
         ratio[setting] = got["reserved"] / got["peak"]
-        print(f"{setting:>26}: reserved {got['reserved'] / 2**20:7.1f} MiB, peak allocated {got['peak'] / 2**20:7.1f} MiB")
+        print(
+            f"{setting:>26}: reserved {got['reserved'] / 2**20:7.1f} MiB, peak allocated {got['peak'] / 2**20:7.1f} MiB"
+        )
     from effpt.expect import expect
 
     _ = expect(
@@ -341,10 +369,10 @@ else:
 # - A hook that stores tensors keeps them while it lives: store detached tensors, keep
 #   the latest only, and ``remove()`` the handle.
 # - A reference cycle holding tensors lives until the garbage collector runs; break the
-#   cycle, or use :mod:`weakref`.
+#   cycle, or use ``weakref``.
 # - Find a leak by measuring memory per step (the profiler on a CPU,
 #   ``torch.cuda.memory_allocated`` on CUDA), then walk ``grad_fn`` and ask
-#   :func:`gc.get_referrers`.
+#   ``gc.get_referrers()``.
 # - Related reading: PyTorch's FAQ,
 #   `My model reports "cuda runtime error(2): out of memory" <https://docs.pytorch.org/docs/stable/notes/faq.html>`__,
 #   and its notes on
