@@ -161,7 +161,7 @@ assert isinstance(totals["fixed"], float)
 # Outputs kept in a list
 # ----------------------
 # Keeping each step's output for a metric at the end of the epoch keeps every output
-# tensor and its graph. A weak reference (:func:`weakref.ref`) to each step's output
+# tensor and its graph. A weak reference (``weakref.ref``) to each step's output
 # counts the outputs still alive without keeping them: each step of the leaky loop adds
 # one. Compute the metric as you go, as a number, and nothing accumulates. When you need
 # the outputs themselves, keep ``out.detach().cpu()`` and budget for their bytes.
