@@ -54,7 +54,7 @@ model = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_in
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 x = torch.randn(batch, d_in, device=device)  # (batch, d_in)
 y = torch.randn(batch, d_in, device=device)  # (batch, d_in): the model learns to map x to y
-STEPS = 12
+STEPS = 8
 
 
 def live_bytes(step, steps: int = STEPS) -> list[int]:
