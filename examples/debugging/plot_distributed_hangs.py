@@ -47,8 +47,8 @@ torch.manual_seed(SEED)
 # :func:`torch.distributed.init_process_group` takes ``timeout=``, and so does
 # :func:`torch.distributed.new_group`: a collective of that group that waits longer
 # raises on the rank that waits. The default group below gets 60 s, which the healthy
-# work of this page never comes near; each broken case gets a group of its own with a
-# timeout of 2 s, so the page waits only that long. The first case is the classic:
+# work of this page never comes near; the broken case below gets a group of its own
+# with a timeout of 2 s, so the page waits only that long. It is the classic:
 # a collective inside a branch that only one rank takes (here rank 0 logs a statistic
 # averaged across ranks, rank 1 never enters the branch).
 import time
@@ -110,8 +110,9 @@ def barrier_names_the_missing_rank(rank: int) -> dict:
 # tensor of 3 numbers, rank 1 one of 4 (a batch statistic whose size depends on the
 # rank's data). With ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` in the environment, each new
 # gloo group is wrapped in a checker that, before every collective, compares what each
-# rank is about to run and raises on every rank with both descriptions. It doubles the
-# traffic of every collective, so it is a setting for debugging, not for training. A
+# rank is about to run and raises on every rank with both descriptions. The check
+# communicates too, before every collective, so it is a setting for debugging, not for
+# training. A
 # rank reads the variable when ``torch.distributed`` is imported;
 # :func:`torch.distributed.set_debug_level_from_env` reads it again, so this page can
 # switch it on for one group and off again afterwards.
@@ -144,7 +145,9 @@ def detail_report(rank: int) -> str | None:
 # statistics of a batch norm) from rank 0, a collective that rank 1 does not join, so
 # rank 0 waits. Had rank 1 gone on training, its next all-reduce would have received
 # rank 0's broadcast instead, and a rank would abort on data of the wrong size or both
-# would hang. Below, rank 0 evaluates in a thread and looks after 2 s whether it is
+# would hang.
+#
+# Below, rank 0 evaluates in a thread and looks after 2 s whether it is
 # still waiting; then rank 1 runs the same evaluation, which is one fix (evaluate on
 # every rank), and rank 0's wait ends. The other fix is to evaluate ``model.module``,
 # the plain module inside the wrapper: nothing is sent, and nothing waits.
