@@ -449,6 +449,7 @@ if LAUNCHER:
 # The step times, round by round, show how the two settings compare on this machine
 # while its load changed.
 import matplotlib.pyplot as plt
+from matplotlib.ticker import ScalarFormatter
 
 if LAUNCHER:
     fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
@@ -457,6 +458,8 @@ if LAUNCHER:
         label = f"find_unused_parameters={search}"
         ax.plot(range(1, len(per_step) + 1), per_step, marker, label=label)
     ax.set_yscale("log")
+    for axis in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+        axis(ScalarFormatter())  # plain milliseconds on the log axis
     ax.set(xlabel="round (alternating blocks)", ylabel="ms per DDP step, rank 0")
     ax.set_title("The graph search on every step")
     ax.legend(fontsize="small")
