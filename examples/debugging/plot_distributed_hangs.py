@@ -360,7 +360,6 @@ if LAUNCHER:
 # sphinx_gallery_start_ignore
 if LAUNCHER:
     assert ranks[0]["branch"]["error"] is not None and ranks[1]["branch"]["error"] is None
-    assert ranks[0]["branch"]["waited_s"] >= SHORT.total_seconds() * 0.9
     assert "1" in ranks[0]["monitored"]["error"] and ranks[1]["monitored"]["error"] is None
 # sphinx_gallery_end_ignore
 
