@@ -275,7 +275,7 @@ if __name__ == "__main__":
 # ------------------------
 # Without ``persistent_workers=True`` a loader starts its workers at every epoch. Under
 # ``fork`` a worker is a copy of the main process; under ``spawn`` and ``forkserver`` it
-# starts a new interpreter that imports torch and unpickles the dataset, which takes far
+# starts a new interpreter that imports torch and unpickles the dataset, which takes
 # longer. The cell times the first batch of a fresh loader with two workers, start
 # included, once, under the start method this run uses.
 import time
@@ -371,10 +371,10 @@ if __name__ == "__main__":
 
 # %%
 # A torch operation uses its threads only when it is large enough to split, so this
-# comparison resizes half the images to 192 × 192. Predict first: on this many cores, how
+# comparison resizes eight images to 160 × 160. Predict first: on this many cores, how
 # much do two workers with ``cores`` threads each lose against two with one thread each?
 if __name__ == "__main__":
-    large = PngBytes(blobs[:32], labels[:32], size=192)
+    large = PngBytes(blobs[:8], labels[:8], size=160)
     crowded = make_loader(large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, cores))
     single = make_loader(large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, 1))
     threads = compare(

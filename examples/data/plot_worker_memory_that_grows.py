@@ -12,7 +12,7 @@ Keep workers' memory from growing
              ``/dev/shm`` and its size, and the ``file_system`` sharing strategy.
    :read-first: :doc:`plot_datasets_and_dataloader` for the DataLoader;
                 :doc:`/explanations/workers` for the start methods.
-   :needs: A CPU is enough. The page starts two worker processes at a time, four times,
+   :needs: A CPU is enough. The page starts two worker processes at a time, three times, then one more,
            and builds a list of 300,000 short strings (about 35 MB). The memory is
            read from ``/proc``, which Linux has; on macOS and Windows the page says so
            and skips those measurements. The growth itself needs workers started with
@@ -176,6 +176,8 @@ if __name__ == "__main__":
         print(f"skipped: {sys.platform} has no /proc/<pid>/smaps_rollup to read memory from")
     else:
         for name, reports in runs.items():
+            start = [round(r["before"]["Private"]) for r in reports[:2]]
+            print(f"{name:12s} Private at the first batch: {start} MB")
             for key in ("Rss", "Pss", "Private"):
                 ends = [round(v[-1]) for v in growth(reports, key).values()]
                 print(f"{name:12s} {key:8s} growth per worker: {ends} MB")
@@ -206,8 +208,9 @@ if __name__ == "__main__":
 # Under ``fork``, the first write to a page makes the kernel copy it for that worker,
 # so a worker that reads every item ends up with its own copy of almost the whole list,
 # and every worker does so. Rss counts pages present either way, which is why the
-# ``Rss`` lines can stay level while ``Pss`` and ``Private`` climb. The array and the
-# tensor are each one object with one count; their items sit in one buffer that reading
+# ``Rss`` lines can stay level while ``Pss`` and ``Private`` climb.
+#
+# The array and the tensor are each one object with one count; their items sit in one buffer that reading
 # never writes to, so their pages stay shared. Python's garbage collector can write to
 # containers (lists, dicts, tuples) too; :func:`gc.freeze` before the workers start
 # keeps it off the objects that exist then.
