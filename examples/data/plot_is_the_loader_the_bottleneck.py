@@ -70,7 +70,9 @@ from torch.utils.data import Dataset
 
 
 class PngBytes(Dataset):
-    def __init__(self, blobs: list[bytes], labels: list[int], decoded: bool = True, size: int = 96) -> None:
+    def __init__(
+        self, blobs: list[bytes], labels: list[int], decoded: bool = True, size: int = 96
+    ) -> None:
         self.blobs, self.labels, self.decoded, self.size = blobs, labels, decoded, size
         self.ready = None if decoded else [self.decode(b) for b in blobs]
 
@@ -81,7 +83,9 @@ class PngBytes(Dataset):
         with Image.open(io.BytesIO(blob)) as image:
             pixels = torch.from_numpy(np.array(image.convert("RGB")))  # (64, 64, 3)
         x = pixels.permute(2, 0, 1).unsqueeze(0).float().div_(255)  # (1, 3, 64, 64)
-        return F.interpolate(x, size=self.size, mode="bilinear", antialias=True)[0]  # (3, size, size)
+        return F.interpolate(x, size=self.size, mode="bilinear", antialias=True)[
+            0
+        ]  # (3, size, size)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
         image = self.decode(self.blobs[i]) if self.decoded else self.ready[i]
@@ -208,9 +212,7 @@ if __name__ == "__main__":
     loaders = {}
     for name, dataset in (("decode", heavy), ("stored", light)):
         for n in counts[name]:
-            loaders[f"{name}, num_workers={n}"] = make_loader(
-                dataset, n, persistent_workers=n > 0
-            )
+            loaders[f"{name}, num_workers={n}"] = make_loader(dataset, n, persistent_workers=n > 0)
     loaders["decode, num_workers=2, prefetch_factor=4"] = make_loader(
         heavy, 2, persistent_workers=True, prefetch_factor=4
     )
@@ -242,7 +244,9 @@ if __name__ == "__main__":
         )
     expect(
         f"prefetch_factor=4 feeds two workers' epoch faster than the default 2 ({cores} cores)",
-        speedup(by_name["decode, num_workers=2"], by_name["decode, num_workers=2, prefetch_factor=4"]),
+        speedup(
+            by_name["decode, num_workers=2"], by_name["decode, num_workers=2, prefetch_factor=4"]
+        ),
         above=1.0,
         device="cpu",
     )
@@ -261,7 +265,12 @@ if __name__ == "__main__":
         high = [len(heavy) / r.q1_s - rt for rt, r in zip(rate, rs, strict=True)]
         label = "decoding each item" if name == "decode" else "stored tensors"
         ax.errorbar(
-            [n + shift for n in counts[name]], rate, yerr=[low, high], fmt=marker, capsize=3, label=label
+            [n + shift for n in counts[name]],
+            rate,
+            yerr=[low, high],
+            fmt=marker,
+            capsize=3,
+            label=label,
         )
     ax.axhline(len(heavy) / memory_s, color="0.5", ls="--",
                label="step fed from memory")  # fmt: skip
@@ -345,7 +354,7 @@ if __name__ == "__main__":
 from functools import partial
 
 
-def set_threads(n: int, worker_id: int) -> None:  # noqa: ARG001  (worker_init_fn's signature)
+def set_threads(n: int, worker_id: int) -> None:  # worker_init_fn passes the worker id
     torch.set_num_threads(n)
 
 
@@ -362,7 +371,9 @@ if __name__ == "__main__":
         n: list(make_loader(ThreadsSeen(), 1, batch_size=None, worker_init_fn=partial(set_threads, n)))
         for n in (1, cores)
     }  # fmt: skip
-    print(f"threads in a worker after set_num_threads(1): {seen[1]}; after set_num_threads({cores}): {seen[cores]}")
+    print(
+        f"threads in a worker after set_num_threads(1): {seen[1]}; after set_num_threads({cores}): {seen[cores]}"
+    )
 
 # sphinx_gallery_start_ignore
 if __name__ == "__main__":
@@ -375,7 +386,9 @@ if __name__ == "__main__":
 # much do two workers with ``cores`` threads each lose against two with one thread each?
 if __name__ == "__main__":
     large = PngBytes(blobs[:8], labels[:8], size=160)
-    crowded = make_loader(large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, cores))
+    crowded = make_loader(
+        large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, cores)
+    )
     single = make_loader(large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, 1))
     threads = compare(
         f"one epoch of {len(large)} images, two workers, {cores} cores",
@@ -420,7 +433,9 @@ class Rows(Dataset):
 if __name__ == "__main__":
     rows = Rows(torch.randn(8192, 32), torch.randint(0, 4, (8192,)))  # (items, features)
     one_by_one = DataLoader(rows, batch_size=256)
-    whole = DataLoader(rows, sampler=BatchSampler(SequentialSampler(rows), 256, False), batch_size=None)
+    whole = DataLoader(
+        rows, sampler=BatchSampler(SequentialSampler(rows), 256, False), batch_size=None
+    )
     a, b = next(iter(one_by_one)), next(iter(whole))
     print("same first batch:", torch.equal(a[0], b[0]), tuple(b[0].shape))
 

@@ -137,7 +137,9 @@ if __name__ == "__main__":
 def one_epoch(texts, workers: int = 2) -> list[dict]:
     dataset = Texts(texts)
     batches = BatchSampler(
-        RandomSampler(dataset, generator=torch.Generator().manual_seed(0)), len(dataset) // 16, False
+        RandomSampler(dataset, generator=torch.Generator().manual_seed(0)),
+        len(dataset) // 16,
+        False,
     )
     loader = DataLoader(dataset, sampler=batches, batch_size=None, num_workers=workers,
                         multiprocessing_context=START)  # fmt: skip
@@ -226,7 +228,14 @@ if __name__ == "__main__":
             for k, values in enumerate(growth(reports, "Pss").values()):
                 items = [(j + 1) * (N // 16) for j in range(len(values))]
                 label = name if k == 0 else None
-                ax.plot(items, values, marker=marker, ls=":", label=label, color=f"C{list(runs).index(name)}")
+                ax.plot(
+                    items,
+                    values,
+                    marker=marker,
+                    ls=":",
+                    label=label,
+                    color=f"C{list(runs).index(name)}",
+                )
         ax.legend(fontsize=8)
     else:
         ax.text(0.5, 0.5, f"no smaps_rollup on {sys.platform}", ha="center", transform=ax.transAxes)
@@ -247,10 +256,16 @@ import torch.multiprocessing as tmp
 
 if __name__ == "__main__":
     rows = torch.arange(64.0).reshape(16, 4)  # (items, features)
-    from_worker = next(iter(DataLoader(rows, batch_size=8, num_workers=1, multiprocessing_context=START)))
+    from_worker = next(
+        iter(DataLoader(rows, batch_size=8, num_workers=1, multiprocessing_context=START))
+    )
     from_main = next(iter(DataLoader(rows, batch_size=8)))
-    print(f"shared: from a worker {from_worker.is_shared()}, without workers {from_main.is_shared()}")
-    print(f"sharing strategy {tmp.get_sharing_strategy()!r} of {sorted(tmp.get_all_sharing_strategies())}")
+    print(
+        f"shared: from a worker {from_worker.is_shared()}, without workers {from_main.is_shared()}"
+    )
+    print(
+        f"sharing strategy {tmp.get_sharing_strategy()!r} of {sorted(tmp.get_all_sharing_strategies())}"
+    )
 
 # sphinx_gallery_start_ignore
 if __name__ == "__main__":
