@@ -382,31 +382,44 @@ if __name__ == "__main__":
 
 # %%
 # A torch operation uses its threads only when it is large enough to split, so this
-# comparison resizes eight images to 160 × 160. Predict first: on this many cores, how
-# much do two workers with ``cores`` threads each lose against two with one thread each?
+# comparison resizes eight images to 160 × 160. Under ``fork`` it does not run: a forked
+# worker inherits the parent's OpenMP thread pool in a state it cannot use, and a
+# worker that raises its thread count and then runs a parallel operation can wait
+# forever (a run of this page while it was written did, on a Linux build of torch
+# 2.13). That is a second reason for the one-thread rule. Under ``spawn`` and
+# ``forkserver`` each worker starts a fresh process, and the cell measures.
+# Predict first: on this many cores, how much do two workers with ``cores`` threads
+# each lose against two with one thread each?
 if __name__ == "__main__":
-    large = PngBytes(blobs[:8], labels[:8], size=160)
-    crowded = make_loader(
-        large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, cores)
-    )
-    single = make_loader(large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, 1))
-    threads = compare(
-        f"one epoch of {len(large)} images, two workers, {cores} cores",
-        {
-            f"{cores} threads per worker": lambda: epoch(crowded, step),
-            "1 thread per worker": lambda: epoch(single, step),
-        },
-        device=device,
-        repeats=4,
-        number=1,
-    )
-    expect(
-        f"one thread per worker beats {cores} per worker ({cores} cores)",
-        speedup(threads[0], threads[1]),
-        above=1.0,
-        device="cpu",
-    )
-    del crowded, single, loaders  # the last references: their workers shut down
+    method = START or torch.multiprocessing.get_start_method()
+    if method == "fork":
+        print(f"threads per worker: not timed under {method} (a worker with more threads can hang)")
+    else:
+        large = PngBytes(blobs[:8], labels[:8], size=160)
+        crowded = make_loader(
+            large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, cores)
+        )
+        single = make_loader(
+            large, 2, persistent_workers=True, worker_init_fn=partial(set_threads, 1)
+        )
+        threads = compare(
+            f"one epoch of {len(large)} images, two workers, {cores} cores",
+            {
+                f"{cores} threads per worker": lambda: epoch(crowded, step),
+                "1 thread per worker": lambda: epoch(single, step),
+            },
+            device=device,
+            repeats=4,
+            number=1,
+        )
+        expect(
+            f"one thread per worker beats {cores} per worker ({cores} cores)",
+            speedup(threads[0], threads[1]),
+            above=1.0,
+            device="cpu",
+        )
+        del crowded, single
+    del loaders  # the last references: their workers shut down
 
 # %%
 # A whole batch in one call
