@@ -13,7 +13,7 @@ Keep workers' memory from growing
    :read-first: :doc:`plot_datasets_and_dataloader` for the DataLoader;
                 :doc:`/explanations/workers` for the start methods.
    :needs: A CPU is enough. The page starts two worker processes at a time, three times, then one more,
-           and builds a list of 300,000 short strings (about 35 MB). The memory is
+           and builds a list of 300,000 short strings (tens of MB). The memory is
            read from ``/proc``, which Linux has; on macOS and Windows the page says so
            and skips those measurements. The growth itself needs workers started with
            ``fork`` (``fork`` where the script runs without a file, as in a notebook, and
