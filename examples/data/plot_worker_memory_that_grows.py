@@ -214,7 +214,7 @@ if __name__ == "__main__":
 #
 # The array and the tensor are each one object with one count; their items sit in one buffer that reading
 # never writes to, so their pages stay shared. Python's garbage collector can write to
-# containers (lists, dicts, tuples) too; :func:`gc.freeze` before the workers start
+# containers (lists, dicts, tuples) too; ``gc.freeze()`` before the workers start
 # keeps it off the objects that exist then.
 
 # %%
