@@ -336,14 +336,18 @@ plt.show()
 # -------
 # - Padding to the longest sequence of a random batch wastes a large share of the slots
 #   when lengths are skewed; measure it on your own lengths with the sum above.
+#
 # - A batch sampler that sorts pools of a few dozen batches by length removes most of
 #   the waste and keeps the batches shuffled; a full sort removes nearly all of it, but
 #   the batches then repeat every epoch.
+#
 # - ``pack_padded_sequence`` keeps an RNN's outputs and last hidden states free of the
 #   padding; without it, the last hidden state of a short sequence is wrong.
+#
 # - A jagged nested tensor holds a batch without padding, and
 #   ``scaled_dot_product_attention`` accepts it (what each device supports varies by
 #   release).
+#
 # - Under ``torch.compile``, varying lengths cost one graph per length with
 #   ``dynamic=False``; the default compiles a dynamic graph at the second length, and
 #   ``mark_dynamic`` at the first. Bucketing lengths to a few sizes is another way to

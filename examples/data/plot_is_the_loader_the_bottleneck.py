@@ -390,6 +390,7 @@ if __name__ == "__main__":
 # forever (a run of this page while it was written did, on a Linux build of torch
 # 2.13). That is a second reason for the one-thread rule. Under ``spawn`` and
 # ``forkserver`` each worker starts a fresh process, and the cell measures.
+#
 # Predict first: on this many cores, how much do two workers with ``cores`` threads
 # each lose against two with one thread each?
 if __name__ == "__main__":
@@ -485,13 +486,17 @@ if __name__ == "__main__":
 # -------
 # - Time the step fed from memory against the step fed by the loader: the difference is
 #   what the loader costs, and the ceiling any loader setting can reach.
+#
 # - Workers pay when the work per item is larger than the cost of sending a batch back
 #   and there are cores free to do it; with none of either they cost time. Measure on
 #   your machine, with ``persistent_workers=True`` so the start is paid once.
+#
 # - Keep each worker to one thread (``torch.set_num_threads(1)`` in ``worker_init_fn``,
 #   and the same for other libraries' pools): more threads than cores wait their turns.
+#
 # - Where the data sits in memory already, a ``BatchSampler`` as ``sampler`` with
 #   ``batch_size=None`` reads a batch with one indexing call.
+#
 # - ``pin_memory=True`` and ``non_blocking=True`` matter for copies to a CUDA GPU only.
 #
 # Related: :doc:`plot_streaming_tar_shards` measures workers on tar shards;

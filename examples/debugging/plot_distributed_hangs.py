@@ -470,14 +470,19 @@ if LAUNCHER:
 # - Give every process group a timeout (``init_process_group(timeout=...)``,
 #   ``new_group(timeout=...)``): a rank left waiting then fails with an error instead
 #   of hanging for ever.
+#
 # - Every rank must call the same collectives in the same order. A collective inside a
 #   branch that depends on the rank or on its data is the usual cause of a hang.
+#
 # - ``monitored_barrier`` names the rank that is missing; ``TORCH_DISTRIBUTED_DEBUG=DETAIL``
 #   compares every collective across ranks and reports the first difference.
+#
 # - The DDP wrapper's ``forward`` communicates: evaluate ``model.module`` on one rank,
 #   or evaluate on every rank.
+#
 # - Keep ``find_unused_parameters=True`` for models that really leave parameters unused:
 #   it searches the graph on every step.
+#
 # - ``DistributedSampler`` pads with repeated samples: for an exact metric, shard without
 #   padding and reduce sums and counts, not means.
 #

@@ -365,14 +365,18 @@ plt.show()
 # -------
 # - Forward hooks on every submodule name the first module whose output is not finite;
 #   a forward pre-hook on the model names the bad sample in a batch.
+#
 # - A NaN born in the backward pass (``where`` around a log, a square root at 0) needs
 #   ``torch.autograd.detect_anomaly(check_nan=True)``: it names the backward function
 #   and the forward line. Its cost per step is measured above; use it to hunt, not to
 #   train.
+#
 # - ``clip_grad_norm_(..., error_if_nonfinite=True)`` raises instead of spreading one
 #   NaN to every gradient.
+#
 # - A GradScaler that skips a step now and then is working; a loss that is no longer
 #   finite and a scale that keeps halving are a divergence.
+#
 # - Related: :doc:`/auto_examples/amp/plot_gradscaler_loop` for the float16 training
 #   loop, :doc:`/auto_examples/numerics/plot_stable_softmax` for computing safely near
 #   the edges of the float range.

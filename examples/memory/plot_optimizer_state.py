@@ -334,14 +334,19 @@ plt.show()
 # -------
 # - Adam keeps ``exp_avg`` and ``exp_avg_sq``, twice the parameters' bytes; with the
 #   gradients a float32 model needs 16 bytes per parameter before activations.
+#
 # - ``foreach`` and ``fused`` run the same update over many tensors at once; the
 #   verdicts above say what that bought on this machine. Ask for ``fused`` explicitly.
+#
 # - Parameter groups give biases and norms ``weight_decay=0.0``; choose them by module
 #   type and check which parameters landed in which group.
+#
 # - A post-accumulate-grad hook can step each parameter during ``backward``, so at most
 #   the largest gradient is alive, at the price of global clipping and accumulation.
+#
 # - Create the optimizer after ``load_state_dict(assign=True)``: before, it holds the
 #   replaced tensors and trains nothing, without an error.
+#
 # - Related: :doc:`plot_account_for_memory` for the rest of a step's memory,
 #   :doc:`/auto_examples/training/plot_checkpoint_files` for the ``meta`` device and
 #   loading, and PyTorch's tutorial on
