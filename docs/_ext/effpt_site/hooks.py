@@ -44,8 +44,7 @@ RESET_STATE = (
     "torch's intra-op thread count, as it was when the build started",
     "torch._dynamo's compiled-graph cache (when torch._dynamo was imported)",
     "torch print options",
-    "sys.excepthook (torch.distributed's init_process_group installs a rank-prefixing one "
-    "that destroy_process_group leaves in place)",
+    "sys.excepthook (init_process_group installs one that destroy_process_group leaves)",
     "warning filters: DeprecationWarning and FutureWarning from torch, NumPy, effpt or the page are errors",
     "matplotlib's rcParams (sphinx-gallery's own 'matplotlib' reset)",
 )
