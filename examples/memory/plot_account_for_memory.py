@@ -299,8 +299,9 @@ else:
     print(f"on this {device.type} build: the caching allocator's statistics need CUDA")
 
 # %%
-# On CUDA the peak lies above the count after the step: during the backward pass the
-# saved activations and the new gradients are alive together, and temporaries come and go.
+# On CUDA the peak lies above the count after the step: the gradients and Adam's state
+# from the step before are still alive when this step's forward and backward passes add
+# the saved activations and their temporaries.
 #
 # A memory snapshot
 # -----------------

@@ -45,7 +45,9 @@ torch.manual_seed(0)
 w = torch.tensor(1.0, dtype=torch.bfloat16, device=device)
 one = torch.tensor(1.0, dtype=torch.bfloat16)  # the gap is the format's: asked on the CPU
 gap = (torch.nextafter(one, torch.tensor(2.0, dtype=torch.bfloat16)) - one).item()
-print(f"bfloat16: eps {torch.finfo(torch.bfloat16).eps}, gap above 1.0 is {gap}")
+print(
+    f"bfloat16: eps {torch.finfo(torch.bfloat16).eps}, gap above 1.0 is {gap}, half of it {gap / 2:.2g}"
+)
 print(f"float32:  gap above 1.0 is {torch.finfo(torch.float32).eps:.3g}")
 for update in (0.003, 0.005):
     print(f"1.0 + {update} in bfloat16 = {(w + update).item()}")
