@@ -107,19 +107,20 @@ print(f"memory of this {device.type}: " + (f"{have / GiB:>15,.0f} GiB" if have e
 # so the forward runs as written. (It lives in ``torch._subclasses``: a private module,
 # used by ``torch.compile``, whose interface may change between releases.) A
 # :func:`torch.autograd.graph.saved_tensors_hooks` pack hook sees each tensor autograd
-# saves; counting each storage once, and leaving out the parameters, gives the bytes of
-# saved activations.
+# saves; counting each storage once, and leaving out the parameters and the input
+# (both there before the forward), gives the bytes of saved activations.
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 
 def forward_and_saved(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Run the forward; return its output and the bytes of activations saved for backward."""
-    weights = {p.untyped_storage()._cdata for p in model.parameters()}
+    before = {p.untyped_storage()._cdata for p in model.parameters()}
+    before.add(tokens.untyped_storage()._cdata)  # the input, saved by the embedding
     saved = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         storage = t.untyped_storage()
-        if storage._cdata not in weights:  # a view of a weight costs nothing new
+        if storage._cdata not in before:  # a view of a weight or the input costs nothing new
             saved[storage._cdata] = storage.nbytes()
         return t
 
