@@ -133,9 +133,9 @@ assert bf16_losses[-1] > 10 * runs["master copy"][0][-1]
 
 # %%
 # The bfloat16 loss stops where every update is lost, with gradients that are not
-# zero. Both float32-master runs lose almost none and keep learning; they level off lower,
-# where rounding ``X`` and ``w`` to bfloat16 in the forward, not the update, is the
-# limit. The all-float32 run goes on down until it meets its own gap, 2⁻²³ of the
+# zero. Both float32-master runs lose almost none of their updates; they level off lower,
+# where the forward's rounding to bfloat16 (of ``X``, ``w`` and their product), not the
+# update, is the limit. The all-float32 run goes on down until it meets its own gap, 2⁻²³ of the
 # weight, and then loses updates too.
 
 # %%

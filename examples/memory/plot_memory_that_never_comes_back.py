@@ -156,7 +156,7 @@ assert isinstance(totals["fixed"], float)
 # %%
 # The same ``total += loss`` in a *training* loop, after ``loss.backward()``, holds less:
 # the backward pass frees the saved activations, and what grows is the chain of graph
-# nodes in host memory. Our own Python count of those nodes grows just the same.
+# nodes in host memory. ``graph_nodes`` above would count them growing just the same.
 #
 # Outputs kept in a list
 # ----------------------
