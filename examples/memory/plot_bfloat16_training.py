@@ -67,7 +67,7 @@ assert (w + 0.003).item() == 1.0 and (w + 0.005).item() == 1.0 + gap
 # --------------------------------
 # A linear regression whose true weights lie near 1, trained by plain gradient descent
 # from all ones, in four ways: all in float32 (the reference); all in bfloat16; float32
-# weights with the forward in bfloat16 under :func:`torch.autocast`; and bfloat16
+# weights with the forward in bfloat16 under :class:`torch.autocast`; and bfloat16
 # weights for the forward and backward with a float32 copy that the optimizer updates
 # and copies back. An update is lost when a weight with a nonzero gradient comes out of
 # the optimizer's step unchanged; the cell counts them in the tensor the optimizer steps.

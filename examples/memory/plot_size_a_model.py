@@ -106,7 +106,7 @@ print(f"memory of this {device.type}: " + (f"{have / GiB:>15,.0f} GiB" if have e
 # fake one, which runs each operation for its shape, dtype and device without memory,
 # so the forward runs as written. (It lives in ``torch._subclasses``: a private module,
 # used by ``torch.compile``, whose interface may change between releases.) A
-# :func:`torch.autograd.graph.saved_tensors_hooks` pack hook sees each tensor autograd
+# :class:`torch.autograd.graph.saved_tensors_hooks` pack hook sees each tensor autograd
 # saves; counting each storage once, and leaving out the parameters and the input
 # (both there before the forward), gives the bytes of saved activations.
 from torch._subclasses.fake_tensor import FakeTensorMode
