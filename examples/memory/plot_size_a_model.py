@@ -20,7 +20,7 @@ Size a model before you build it
 An out-of-memory error after an hour of loading is an expensive way to learn a model's
 size. PyTorch can run the model's construction and its forward on tensors that have a
 shape, a dtype and a device but no memory. This page sizes a model of 26.6 billion parameters
-that this machine could not hold, materialises a small one from the same code, and
+without allocating it, materialises a small one from the same code, and
 checks the estimate against what the small one really takes.
 
 To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_size_a_model.py``.
