@@ -299,8 +299,9 @@ else:
     print(f"on this {device.type} build: the caching allocator's statistics need CUDA")
 
 # %%
-# On CUDA the peak lies above the count after the step: during the backward pass the
-# saved activations and the new gradients are alive together, and temporaries come and go.
+# On CUDA the peak lies above the count after the step: the gradients and Adam's state
+# from the step before are still alive when this step's forward and backward passes add
+# the saved activations and their temporaries.
 #
 # A memory snapshot
 # -----------------
@@ -325,7 +326,8 @@ if device.type == "cuda":
     trace = snapshot["device_traces"][
         torch.cuda.current_device() if device.index is None else device.index
     ]
-    live, level = [], torch.cuda.memory_allocated(device)
+    # trace events carry the requested sizes, not the rounded blocks memory_allocated counts
+    live, level = [], torch.cuda.memory_stats(device)["requested_bytes.all.current"]
     for event in reversed(trace):  # walk back from the level now to the level before
         live.append(level)
         level -= {"alloc": event["size"], "free_completed": -event["size"]}.get(event["action"], 0)
@@ -333,7 +335,9 @@ if device.type == "cuda":
     fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")
     ax.plot([v / MiB for v in live], ".-", markersize=3)
     ax.set(
-        xlabel="allocator event", ylabel="MiB allocated", title="One step, from the memory snapshot"
+        xlabel="allocator event",
+        ylabel="MiB requested by tensors",
+        title="One step, from the memory snapshot",
     )
     plt.show()
     print(f"{len(trace)} events; peak {max(live) / MiB:.1f} MiB, last {live[-1] / MiB:.1f} MiB")

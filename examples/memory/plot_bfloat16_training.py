@@ -45,7 +45,9 @@ torch.manual_seed(0)
 w = torch.tensor(1.0, dtype=torch.bfloat16, device=device)
 one = torch.tensor(1.0, dtype=torch.bfloat16)  # the gap is the format's: asked on the CPU
 gap = (torch.nextafter(one, torch.tensor(2.0, dtype=torch.bfloat16)) - one).item()
-print(f"bfloat16: eps {torch.finfo(torch.bfloat16).eps}, gap above 1.0 is {gap}")
+print(
+    f"bfloat16: eps {torch.finfo(torch.bfloat16).eps}, gap above 1.0 is {gap}, half of it {gap / 2:.2g}"
+)
 print(f"float32:  gap above 1.0 is {torch.finfo(torch.float32).eps:.3g}")
 for update in (0.003, 0.005):
     print(f"1.0 + {update} in bfloat16 = {(w + update).item()}")
@@ -65,7 +67,7 @@ assert (w + 0.003).item() == 1.0 and (w + 0.005).item() == 1.0 + gap
 # --------------------------------
 # A linear regression whose true weights lie near 1, trained by plain gradient descent
 # from all ones, in four ways: all in float32 (the reference); all in bfloat16; float32
-# weights with the forward in bfloat16 under :func:`torch.autocast`; and bfloat16
+# weights with the forward in bfloat16 under :class:`torch.autocast`; and bfloat16
 # weights for the forward and backward with a float32 copy that the optimizer updates
 # and copies back. An update is lost when a weight with a nonzero gradient comes out of
 # the optimizer's step unchanged; the cell counts them in the tensor the optimizer steps.
@@ -131,9 +133,9 @@ assert bf16_losses[-1] > 10 * runs["master copy"][0][-1]
 
 # %%
 # The bfloat16 loss stops where every update is lost, with gradients that are not
-# zero. Both float32-master runs lose almost none and keep learning; they level off lower,
-# where rounding ``X`` and ``w`` to bfloat16 in the forward, not the update, is the
-# limit. The all-float32 run goes on down until it meets its own gap, 2⁻²³ of the
+# zero. Both float32-master runs lose almost none of their updates; they level off lower,
+# where the forward's rounding to bfloat16 (of ``X``, ``w`` and their product), not the
+# update, is the limit. The all-float32 run goes on down until it meets its own gap, 2⁻²³ of the
 # weight, and then loses updates too.
 
 # %%

@@ -156,7 +156,7 @@ assert isinstance(totals["fixed"], float)
 # %%
 # The same ``total += loss`` in a *training* loop, after ``loss.backward()``, holds less:
 # the backward pass frees the saved activations, and what grows is the chain of graph
-# nodes in host memory. Our own Python count of those nodes grows just the same.
+# nodes in host memory. ``graph_nodes`` above would count them growing just the same.
 #
 # Outputs kept in a list
 # ----------------------
@@ -374,6 +374,6 @@ else:
 #   ``torch.cuda.memory_allocated`` on CUDA), then walk ``grad_fn`` and ask
 #   ``gc.get_referrers()``.
 # - Related reading: PyTorch's FAQ,
-#   `My model reports "cuda runtime error(2): out of memory" <https://docs.pytorch.org/docs/stable/notes/faq.html>`__,
+#   `My model reports "cuda runtime error(2): out of memory" <https://docs.pytorch.org/docs/stable/notes/faq.html#my-model-reports-cuda-runtime-error-2-out-of-memory>`__,
 #   and its notes on
 #   `optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF <https://docs.pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf>`__.

@@ -293,8 +293,9 @@ assert load_and_train(False) == (True, device.type)
 # sphinx_gallery_end_ignore
 
 # %%
-# Nothing fails: the step on ``meta`` tensors computes nothing, the model keeps its
-# loaded weights, and the loss simply does not move. Without ``assign=True`` the load
+# Nothing fails: the ``meta`` tensors the optimizer holds are no longer in the model and
+# never receive a gradient, so its step skips them; the model keeps its loaded weights,
+# and the loss simply does not move. Without ``assign=True`` the load
 # copies into the existing tensors and the order would not matter; it is the
 # assignment, needed to leave the ``meta`` device, that replaces them.
 

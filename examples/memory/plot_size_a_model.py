@@ -20,7 +20,7 @@ Size a model before you build it
 An out-of-memory error after an hour of loading is an expensive way to learn a model's
 size. PyTorch can run the model's construction and its forward on tensors that have a
 shape, a dtype and a device but no memory. This page sizes a model of 26.6 billion parameters
-that this machine could not hold, materialises a small one from the same code, and
+without allocating it, materialises a small one from the same code, and
 checks the estimate against what the small one really takes.
 
 To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_size_a_model.py``.
@@ -106,20 +106,21 @@ print(f"memory of this {device.type}: " + (f"{have / GiB:>15,.0f} GiB" if have e
 # fake one, which runs each operation for its shape, dtype and device without memory,
 # so the forward runs as written. (It lives in ``torch._subclasses``: a private module,
 # used by ``torch.compile``, whose interface may change between releases.) A
-# :func:`torch.autograd.graph.saved_tensors_hooks` pack hook sees each tensor autograd
-# saves; counting each storage once, and leaving out the parameters, gives the bytes of
-# saved activations.
+# :class:`torch.autograd.graph.saved_tensors_hooks` pack hook sees each tensor autograd
+# saves; counting each storage once, and leaving out the parameters and the input
+# (both there before the forward), gives the bytes of saved activations.
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 
 def forward_and_saved(model: nn.Module, tokens: torch.Tensor) -> tuple[torch.Tensor, int]:
     """Run the forward; return its output and the bytes of activations saved for backward."""
-    weights = {p.untyped_storage()._cdata for p in model.parameters()}
+    before = {p.untyped_storage()._cdata for p in model.parameters()}
+    before.add(tokens.untyped_storage()._cdata)  # the input, saved by the embedding
     saved = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
         storage = t.untyped_storage()
-        if storage._cdata not in weights:  # a view of a weight costs nothing new
+        if storage._cdata not in before:  # a view of a weight or the input costs nothing new
             saved[storage._cdata] = storage.nbytes()
         return t
 
@@ -219,6 +220,8 @@ for batch_size in (2, 4, 8):
         fake_out, fake_saved = forward_and_saved(fake, fake_tokens)
         fake_count = sum(p.numel() for p in fake.parameters())
     _, real_saved = forward_and_saved(reference, tokens)
+    assert fake_count == sum(p.numel() for p in reference.parameters())  # a fact: asserted
+    assert fake_saved == real_saved
     held, out = bytes_held_by_forward(reference, tokens)
     estimate = fake_saved + fake_out.numel() * fake_out.element_size()
     rows.append((batch_size, estimate, held))
@@ -227,11 +230,6 @@ for batch_size in (2, 4, 8):
         f"estimate with output {estimate:,}, held {held:,} ({held / estimate:.3f}×)"
     )
     del out
-
-# sphinx_gallery_start_ignore
-assert fake_count == sum(p.numel() for p in reference.parameters())
-assert fake_saved == real_saved
-# sphinx_gallery_end_ignore
 
 # %%
 # The expectation takes the largest of the three ratios.
