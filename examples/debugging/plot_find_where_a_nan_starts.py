@@ -252,9 +252,10 @@ _ = expect(
 )
 
 # %%
-# The cost is per operation, not per number, so it weighs most on small networks like
-# this one, where each operation is cheap; on a large network on a GPU the recorded
-# stacks are the same, the work between them larger. Either way, turn anomaly mode on
+# Recording a stack costs the same for an operation of any size, so it weighs most on
+# small networks like this one, where each operation is cheap. The NaN check reads one
+# yes-or-no back to the host after every backward function (autograd's engine calls
+# ``.item()`` on it), which on a GPU also waits for the device each time. Either way, turn anomaly mode on
 # to hunt a NaN, for a few steps, and off again.
 #
 # Refuse to clip a non-finite gradient
