@@ -21,8 +21,8 @@ A distributed job that hangs prints nothing: every rank waits in a collective fo
 that will never join it. The cause is nearly always that the ranks stopped calling the
 same collectives in the same order. This page breaks two gloo ranks on purpose in the
 usual ways, shows the error each tool reports, exactly as PyTorch prints it, and fixes each
-case. Every broken collective runs under a timeout of a few seconds, so the page ends
-even when a rank is left waiting.
+case. Every collective that a peer never joins runs under a timeout of 2 s, and the
+launcher ends every rank after 120 s, so the page ends even when a rank is left waiting.
 
 To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_distributed_hangs.py``.
 """
@@ -39,7 +39,7 @@ import torch
 
 SEED = 0
 LAUNCHER = __name__ == "__main__" and "RANK" not in os.environ
-torch.manual_seed(SEED)
+_ = torch.manual_seed(SEED)
 
 # %%
 # A timeout turns a hang into an error
@@ -364,9 +364,9 @@ if LAUNCHER:
 # sphinx_gallery_end_ignore
 
 # %%
-# Under ``DETAIL`` both ranks raise at once, before anything is sent, and each message
-# gives the collective, the tensor's shape and dtype on each side, and the aspect in
-# which they differ.
+# Under ``DETAIL`` both ranks raise at once, before the all-reduce itself runs, and each
+# message gives the collective, the tensor's shape and dtype on each side, and the aspect
+# in which they differ.
 if LAUNCHER:
     for r in ranks:
         print(f"rank {r['rank']}:\n{r['detail']}\n")

@@ -252,9 +252,10 @@ _ = expect(
 )
 
 # %%
-# The cost is per operation, not per number, so it weighs most on small networks like
-# this one, where each operation is cheap; on a large network on a GPU the recorded
-# stacks are the same, the work between them larger. Either way, turn anomaly mode on
+# Recording a stack costs the same for an operation of any size, so it weighs most on
+# small networks like this one, where each operation is cheap. The NaN check reads one
+# yes-or-no back to the host after every backward function (autograd's engine calls
+# ``.item()`` on it), which on a GPU also waits for the device each time. Either way, turn anomaly mode on
 # to hunt a NaN, for a few steps, and off again.
 #
 # Refuse to clip a non-finite gradient
@@ -292,8 +293,9 @@ assert "non-finite" in str(clip_error), clip_error
 # overflows it skips the optimizer step and halves the factor (the mechanism is on
 # :doc:`/auto_examples/amp/plot_why_scale_gradients`). Such a skip is no bug.
 #
-# A run that diverged looks different: its *loss* is no longer finite, before any scaling,
-# so every step overflows and the scale halves step after step. The cell trains the
+# A run that diverged looks different: its gradients overflow at every scale the scaler
+# tries, so the scale halves step after step, and soon its *loss* itself is no longer
+# finite, before any scaling. The cell trains the
 # same network twice with a scaler, once with a sensible learning rate and once with
 # one far too large, and records ``scaler.get_scale()`` after every step.
 # ``torch.amp.GradScaler("cpu")`` exists in every release this site supports (torch
@@ -345,8 +347,8 @@ assert bad_scales[-1] < good_scales[-1] * 2.0**-10, (bad_scales[-1], good_scales
 # The scale history tells the two apart at a glance. The healthy run skips a few steps
 # while its scale comes down from the too-high starting value, then holds it: it grows
 # the scale every ``growth_interval`` steps and halves it again when that overflows.
-# The divergent run's loss turns non-finite and its scale falls without end: once the
-# loss itself is ``inf`` or NaN, no scale can help, and the cure is in the learning
+# The divergent run's scale starts falling long before its loss turns non-finite (the
+# step printed above), and falls without end: once the loss itself is ``inf`` or NaN, no scale can help, and the cure is in the learning
 # rate, the data or the model.
 import matplotlib.pyplot as plt
 

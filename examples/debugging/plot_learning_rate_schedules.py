@@ -285,8 +285,8 @@ assert restarted != uninterrupted and abs(restarted[stop_at] - 0.01) < 1e-9
 # do you expect each version to compile over six steps of a warm-up? The cell counts
 # with a backend that compiles nothing, so no C++ compiler is needed; Inductor, the
 # default backend, would compile the same number of times, each taking far longer.
-# Guards are checked in Python, so this cell keeps its one parameter on the CPU on
-# every machine.
+# Whether the learning rate's guard fails does not depend on the device, so this cell
+# keeps its one parameter on the CPU on every machine.
 class CountCompiles:
     """A torch.compile backend that counts the graphs it is given and runs them unchanged."""
 
