@@ -267,8 +267,8 @@ if jagged is not None:
 # Varying lengths and ``torch.compile``
 # -------------------------------------
 # :func:`torch.compile` specialises a graph to the shapes it first sees. A new length
-# makes it compile again; by default, the second time it meets a new size it marks that
-# dimension as dynamic and compiles one graph for every length. ``dynamic=False`` keeps
+# makes it compile again; by default, that second compile marks the length dimension as
+# dynamic, and its one graph serves every later length. ``dynamic=False`` keeps
 # every length static, one graph each (up to a limit, after which it runs uncompiled);
 # :func:`torch._dynamo.mark_dynamic` on the first input compiles a dynamic graph at
 # once. The backend below only counts the graphs it is given, so the counts cost no

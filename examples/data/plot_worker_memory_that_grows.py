@@ -290,17 +290,21 @@ if __name__ == "__main__":
             need = workers * 2 * batch_mb
             print(f"{workers:2d} workers × 2 batches of {batch_mb:.0f} MB: {need:,.0f} MB "
                   f"({'fits' if need < free_mb else 'does not fit'})")  # fmt: skip
+        print(f"Docker's default /dev/shm of 64 MB holds {int(64 // batch_mb)} such batch")
     else:
         print(f"no /dev/shm on {sys.platform}: shared memory is the system's own")
 
 # %%
-# When a worker writes a batch into ``/dev/shm`` and the file system is full, the
-# kernel answers the write to the missing page with a bus error (``SIGBUS``), and the
-# DataLoader reports a worker killed by a bus error and suggests that shared memory is
-# insufficient. A Docker container gets 64 MB of ``/dev/shm`` unless started with a
-# larger ``--shm-size`` (or ``--ipc=host``), which the numbers above show is a few
-# batches. The page does not provoke it: the cure is more room, fewer workers, a smaller
-# ``prefetch_factor`` or smaller batches.
+# When ``/dev/shm`` is full, a worker has nowhere to put its batch. Recent torch
+# releases reserve a shared-memory file's space on creation, so the worker raises
+# ``RuntimeError: unable to allocate shared memory(shm) for file <...>``, which the
+# main process raises again. Where the space is not reserved ahead,
+# the write to a missing page kills the worker with a bus error (``SIGBUS``), which the
+# DataLoader says "might be caused by insufficient shared memory (shm)". A Docker
+# container gets 64 MB of ``/dev/shm`` unless started with a larger ``--shm-size`` (or
+# ``--ipc=host``); the last line above counts the batches that holds. The page does not
+# provoke it: the cure is more room, fewer workers, a smaller ``prefetch_factor`` or
+# smaller batches.
 #
 # ``file_system`` is for the other limit: under ``file_descriptor`` each tensor in
 # flight holds an open file descriptor, and a process that keeps many of them (many
@@ -319,7 +323,8 @@ if __name__ == "__main__":
 # - Keep a large dataset in a few big objects (a NumPy array, a tensor, one ``bytes``
 #   buffer with offsets) rather than in millions of small ones; the pages stay shared.
 # - Batches come back through shared memory. Size ``/dev/shm`` for ``num_workers ×
-#   prefetch_factor`` batches; a bus error in a worker is the sign it is too small.
+#   prefetch_factor`` batches; a worker that is "unable to allocate shared memory", or
+#   that dies of a bus error, is the sign it is too small.
 #
 # Related: :doc:`plot_is_the_loader_the_bottleneck` measures what the workers buy;
 # :doc:`/explanations/workers` explains the start methods.
