@@ -114,8 +114,8 @@ def tf32(enabled: bool):
 # --------------------------------------------------
 # Mixed precision adds two things to the loop: the forward pass and the loss run
 # inside :func:`torch.autocast`, and a :class:`torch.amp.GradScaler` scales the loss
-# before ``backward()``. The scaler is only needed for float16 (see
-# :doc:`plot_why_scale_gradients`); with ``enabled=False`` it passes everything
+# before ``backward()``. The scaler is only needed for float16
+# (:doc:`plot_why_scale_gradients`); with ``enabled=False`` it passes everything
 # through, so one function serves every variant.
 #
 # Nothing in the step makes the host wait for a GPU: it returns the loss without
@@ -403,8 +403,8 @@ assert all(k["conv forward"] > 0 for k in per_kind.values()), per_kind
 # convolution's float32 weights (and the first one's float32 input) are converted to
 # 16 bits in the forward pass, and their gradients back to float32 in the backward
 # pass; the float32 columns hold only the copies that the step makes in any dtype.
-# Those move half the bytes in 16 bits, so the 16-bit column's copies and casts can
-# take less time despite the casts it adds.
+# Those move half the bytes in 16 bits, so where copies dominate, the 16-bit column's
+# copies and casts can take less time despite the casts it adds.
 #
 # The two *conv* rows are where 16-bit products can win, if this build of PyTorch has
 # a fast 16-bit kernel for these shapes and it splits over the threads as well as the

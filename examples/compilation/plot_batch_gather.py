@@ -175,7 +175,8 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # general kernel that copies the output one *number* at a time, each from an address
 # computed from its index. :meth:`~torch.Tensor.index_select` knows that whole rows are
 # picked: it reads and checks each index once per *row* and copies the row in one
-# piece. With rows of one number both do the same work; the wider the rows, the more
+# piece. With rows of one number both do the same work
+# per number copied; the wider the rows, the more
 # index_select saves, so on one thread its lead should grow with the width.
 #
 # The function below picks 8,192 rows both ways; each of 7 rounds times the two back

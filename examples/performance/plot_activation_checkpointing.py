@@ -215,8 +215,8 @@ assert min(by_segments, key=by_segments.get) == 10, by_segments
 # Fewer segments keep fewer inputs but a longer last segment; more segments the other
 # way round. The sum ``(s - 1) · i + (depth / s) · a``, with ``i`` the bytes of a
 # segment's input and ``a`` the bytes one block saves, is smallest near
-# ``s = sqrt(depth · a / i)``. When a block saves about as much as its input, that is the
-# square-root rule of Chen, Xu, Zhang and Guestrin ("Training Deep Nets with Sublinear
+# ``s = sqrt(depth · a / i)``. When a block saves about as much as its input, that is
+# ``s = sqrt(depth)``, the square-root rule of Chen, Xu, Zhang and Guestrin ("Training Deep Nets with Sublinear
 # Memory Cost", 2016). These blocks save five times their input, so the rule moves to
 # ``sqrt(5 · 20) = 10`` segments, the minimum counted above.
 #
@@ -270,8 +270,8 @@ assert all(identical.values()), identical
 # turns, and the forward pass alone, since a machine's shares can differ from the count
 # (how it measures: :doc:`/explanations/timing`); with ``s`` segments,
 # ``(s - 1) / s`` of the blocks are recomputed. Predict first: on your machine, does
-# checkpointing every block make a step slower by less than half? The second
-# expectation fails where the checkpoints' Python work or the recomputed products take
+# checkpointing every block make a step slower by less than half? That expectation
+# fails where the checkpoints' Python work or the recomputed products take
 # half a step or more.
 from effpt.bench import compare
 from effpt.expect import expect
@@ -375,8 +375,8 @@ else:
 # A CPU shows the saved bytes (the same on every device) but not this peak: torch
 # keeps no peak counter for CPU memory, and the process's resident memory also holds
 # Python and the allocator's free blocks.
-# :doc:`/auto_examples/broadcasting/plot_broadcast_merge` reads a CPU peak from the
-# profiler's memory events instead.
+# The broadcasting page (:doc:`/auto_examples/broadcasting/plot_broadcast_merge`)
+# reads a CPU peak from the profiler's memory events instead.
 if device.type == "cuda":
     peak = {}
     for name in ("every block", "no checkpoints"):

@@ -399,7 +399,8 @@ _ = expect(
 # keeps the number of channels. The expectation reads the round trip as a fraction of
 # the convolution's time, with a bar at one half: over it, an operation that drops the
 # layout costs more than the layout saves whenever it makes that convolution less than
-# 1.5× faster.
+# 1.5× faster. The table states the same two timings the other way round, as the round
+# trip's speed-up over the convolution.
 act_dtype = low if use_amp else torch.float32
 act = torch.randn(batches[-1], 2 * channels, size, size, device=device, dtype=act_dtype)
 act = act.to(memory_format=cl)  # (batch, channels, height, width), channels innermost

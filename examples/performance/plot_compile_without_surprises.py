@@ -77,7 +77,8 @@ class CountGraphs:
 # reason for each break, compiling nothing. It is private, with no public counterpart in
 # torch 2.13; in a real program, ``TORCH_LOGS="graph_breaks"`` logs each break with its
 # line. The reasons printed are Dynamo's own first lines (``generic_jump``: a jump that
-# depends on a tensor). The print's line shows between two graphs, and the clock's
+# depends on a tensor). Python runs the print between
+# two graphs, and the clock's
 # break raises a warning, printed above the table.
 import time
 import warnings
@@ -282,7 +283,7 @@ assert len(counter.graphs) == limit == 8 and all(same), (len(counter.graphs), li
 # sphinx_gallery_end_ignore
 
 # %%
-# The two counts side by side: the graphs compiled as the calls of the last section
+# The two counts side by side: the graphs compiled as the calls of the previous section
 # arrived, and as ``n`` took 12 values against the limit.
 import matplotlib.pyplot as plt
 

@@ -222,8 +222,8 @@ assert b.is_inference() and view_b.is_inference() and not view_b._is_view()
 # is autograd's work. Recording costs a fixed amount per operation (a node, its edges,
 # references to its saved tensors), paid on the calling thread, while the arithmetic grows
 # with the batch; so the gain of ``no_grad`` should be clearest at batch 1. At a large
-# batch the kept activations cannot be reused for the next layer's output, a cost that
-# grows with the batch. ``inference_mode`` skips a little more bookkeeping per tensor,
+# batch the kept activations cannot be reused for the next layer's output, which
+# lands in memory colder in the cache, a cost that grows with the batch. ``inference_mode`` skips a little more bookkeeping per tensor,
 # which can drown in the noise.
 #
 # The comparisons run at one CPU thread, which keeps the intra-op pool out of the

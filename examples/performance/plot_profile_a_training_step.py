@@ -383,14 +383,15 @@ _ = expect(
 )
 
 # %%
-# The optimizer is often assumed to be a small part of a step. Adam, though, runs
-# several elementwise operations per parameter tensor, each a pass over the whole
-# tensor, while the matrix products' work grows with the batch: with a small batch the
-# two can be of a size. On a CPU or MPS its default handles one parameter per call; on
-# a CUDA GPU it defaults to ``foreach`` operators that handle all of them at once. The
-# optimizer's time per call in the phase table hints at which cost dominates (around a
-# microsecond is mostly dispatch). The :mod:`torch.optim` documentation ranks
-# ``fused=True`` ahead of ``foreach`` where a device has it (not timed here).
+# The optimizer is often assumed to be a small part of a step. Adam runs several
+# elementwise operations per parameter tensor, each a pass over the whole tensor, while
+# the matrix products' work grows with the batch: with a small batch the two can be of
+# a size. On a CPU or MPS its default handles one parameter per call; on a CUDA GPU it
+# defaults to ``foreach`` operators that handle all of them at once. The optimizer's
+# time per call in the phase table hints at which cost dominates (a microsecond or so:
+# dispatch; tens of microseconds: memory traffic). The :mod:`torch.optim`
+# documentation ranks ``fused=True`` ahead of ``foreach`` where a device has it (not
+# timed here).
 shares = [100 * r["optimizer"]["wall"] / r["step"] for r in recorded]
 quartiles = statistics.quantiles(shares, n=4, method="inclusive")
 _ = expect(
