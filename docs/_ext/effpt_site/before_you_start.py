@@ -83,11 +83,13 @@ class BeforeYouStart(Directive):
                     seconds=f"{seconds:.0f}",
                 )
             if compiles(Path(env.srcdir, env.docname + ".py")):
-                text += " " + translate(
+                note = translate(
                     language,
                     "The build shares what torch.compile made between pages, so this page, "
                     "run on its own, also pays for compiling and takes longer.",
                 )
+                # The run time is a phrase without a full stop; the note a sentence.
+                text = translate(language, "{run_time}. {note}", run_time=text, note=note)
             field += freeze(nodes.field_body("", nodes.paragraph(text=text)))
             fields += field
         box += fields
