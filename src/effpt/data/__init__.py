@@ -15,6 +15,8 @@ class defined in a notebook or a page run without a file), with tests.
   :func:`shard_plan`), reshuffles per epoch, and reports damage.
 * ``effpt.data.randomness``: :class:`RandomCrops`, :func:`seed_worker` and
   :func:`worker_rng`: where random augmentations and shuffles get their randomness.
+* ``effpt.data.workers``: :func:`start_method`, the start method the data pages give
+  their workers (fork where the code runs without a file, else the platform's).
 * ``effpt.data.errors``: a file or member that cannot be read raises
   :class:`CorruptItemError` naming it; a failing ``transform`` raises
   :class:`TransformError` naming the item; skips are counted, never silent.
@@ -30,8 +32,9 @@ from effpt.data.images import IMAGE_SUFFIXES, SHAPES, ImageFolder, decode_image,
 from effpt.data.randomness import RandomCrops, seed_worker, worker_rng
 from effpt.data.shards import ShardStream, SkippedItem, shard_plan
 from effpt.data.tars import iter_members, write_tar_shards
+from effpt.data.workers import start_method
 
-# In the order of the API reference: images, tars, shards, randomness, errors.
+# In the order of the API reference: images, tars, shards, randomness, workers, errors.
 __all__ = [  # noqa: RUF022  (reading order, not alphabetical)
     "SHAPES",
     "IMAGE_SUFFIXES",
@@ -46,6 +49,7 @@ __all__ = [  # noqa: RUF022  (reading order, not alphabetical)
     "RandomCrops",
     "seed_worker",
     "worker_rng",
+    "start_method",
     "CorruptItemError",
     "TransformError",
     "SkippedItemsWarning",
