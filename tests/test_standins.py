@@ -30,3 +30,38 @@ def test_a_name_that_is_no_stand_in_is_refused():
     )
     assert result.returncode == 2
     assert "invalid choice: 'avx3'" in result.stderr
+
+
+def page(seconds: float | None, ok: bool | None = True) -> dict:
+    return {"ok": ok, "seconds": seconds, "expectations": []}
+
+
+def test_pages_over_their_budget_are_named_with_seconds_and_stand_in(capsys):
+    columns = {
+        "native": {"pages": {"data/plot_a.py": {"ok": None, "expectations": []}}},
+        "one-thread": {
+            "pages": {
+                "data/plot_a.py": page(40.04),
+                "data/plot_b.py": page(15.0),  # at the budget: within it
+                "data/plot_c.py": page(15.1),
+            }
+        },
+        "busy": {"pages": {"data/plot_a.py": page(16.26), "data/plot_c.py": page(99.0, ok=False)}},
+    }
+    lines = standins.over_budget(columns)
+    assert lines == [
+        "over budget (15 s): data/plot_a.py 40.0 s on one-thread",
+        "over budget (15 s): data/plot_c.py 15.1 s on one-thread",
+        "over budget (15 s): data/plot_a.py 16.3 s on busy",
+    ]
+    standins.print_table(columns, {}, {})
+    printed = capsys.readouterr().out
+    assert printed.rstrip().endswith("over budget (15 s): data/plot_a.py 16.3 s on busy")
+    assert "over budget (15 s): data/plot_b.py" not in printed
+
+
+def test_a_run_within_budget_says_so(capsys):
+    columns = {"avx2": {"pages": {"data/plot_a.py": page(3.2)}}}
+    assert standins.over_budget(columns) == []
+    standins.print_table(columns, {}, {})
+    assert "every page within its budget (15 s) on every stand-in" in capsys.readouterr().out
