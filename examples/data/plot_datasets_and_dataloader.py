@@ -259,11 +259,14 @@ if __name__ == "__main__":
 # With ``num_workers=2`` two processes read and collate batches while the main process
 # consumes them. Each worker gets its own copy of the dataset. Predict first: do two
 # workers load an epoch faster than none on your machine? One epoch each way, timed
-# with :func:`effpt.bench.compare` (:doc:`/explanations/timing` says how it measures):
+# with :func:`effpt.bench.compare` (:doc:`/explanations/timing` says how it measures).
+# The workers persist between epochs (``persistent_workers=True``): the untimed first
+# epoch starts them, so the timed epochs count loading, not starting.
 from multiprocessing import get_all_start_methods
 
 # fork where this runs without a file to import (a notebook, this site's build) and the
-# OS has fork; None elsewhere: the platform's default
+# OS has fork; None elsewhere: the platform's default (effpt.data.start_method() makes
+# the same choice for the other data pages)
 START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
 
 
@@ -273,7 +276,10 @@ def make_loader(dataset: Dataset, num_workers: int, **kwargs) -> DataLoader:
 
 
 if __name__ == "__main__":
-    loaders = {f"num_workers={n}": make_loader(dataset, n, batch_size=32) for n in (0, 2)}
+    loaders = {
+        f"num_workers={n}": make_loader(dataset, n, batch_size=32, persistent_workers=n > 0)
+        for n in (0, 2)
+    }
     records = compare(
         f"one epoch, {len(dataset)} PNG files",
         {name: (lambda ld=ld: sum(len(y) for _, y in ld)) for name, ld in loaders.items()},
@@ -300,12 +306,13 @@ if __name__ == "__main__":
 # is twice the rate of one process.
 #
 # The verdict above is what this machine measured: where it does not hold, the
-# decoding the two workers shared out saved less time than they cost: starting them,
-# shipping their batches back, and, where fewer than two cores are idle (a one-core
-# machine, or one busy with other work), competing with the main process and each
-# other for the cores there are. :doc:`plot_streaming_tar_shards` measures the rate
-# against the number of workers, and an option that cuts the start-up.
+# decoding the two workers shared out saved less time than they cost: shipping their
+# batches back, and, where fewer than two cores are idle (a one-core machine, or one
+# busy with other work), competing with the main process and each other for the cores
+# there are. :doc:`plot_streaming_tar_shards` measures the rate against the number of
+# workers, and what starting them afresh every epoch costs.
 if __name__ == "__main__":
+    del loaders  # the last references: the persistent workers shut down
     workdir.cleanup()
 
 # %%

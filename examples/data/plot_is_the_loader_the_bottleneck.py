@@ -122,13 +122,14 @@ if __name__ == "__main__":
 # memory, the batches were decoded beforehand and the loop measures the step alone. Fed
 # by a loader with ``num_workers=0``, the same loop also waits for every batch to be
 # read and decoded. The difference is the time the step spends waiting for data.
-from multiprocessing import get_all_start_methods
-
+# Where the page starts workers, their start method comes from
+# :func:`effpt.data.start_method`, the choice :doc:`plot_datasets_and_dataloader` makes
+# on the page and explains.
 from torch.utils.data import DataLoader
 
-# fork where this runs without a file (a notebook, this site's build) and the OS has it;
-# None elsewhere: the platform's default start method
-START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
+from effpt.data import start_method
+
+START = start_method()  # "fork" without a file to import (a notebook); else None, the default
 BATCH = 16
 
 
@@ -257,9 +258,9 @@ if __name__ == "__main__":
 # Images per second against workers, for both datasets, with the rate of the step fed
 # from memory (timed in the same rounds) as the ceiling: no loader makes the step
 # faster than that, so a point above the line is noise. The bars span the quartiles.
-import matplotlib.pyplot as plt
-
 if __name__ == "__main__":
+    import matplotlib.pyplot as plt  # under the guard: a spawned worker need not import it
+
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     for name, marker, shift in (("decode", "o", -0.04), ("stored", "s", 0.04)):
         rs = [by_name[f"{name}, num_workers={n}"] for n in counts[name]]

@@ -15,7 +15,7 @@ Give every DataLoader worker its own random augmentations
                 workers; :doc:`/explanations/workers` for how each worker gets its copy of
                 the dataset.
    :needs: A CPU is enough; the page runs on the CPU even where there is a GPU. It
-           starts two worker processes per loader, for several loaders (``fork`` where
+           starts worker processes, at most two per loader, for several loaders (``fork`` where
            the script runs without a file, as in a notebook, and the system has it; the
            platform's default start method otherwise), and writes 64 small PNG files to
            a temporary folder that it deletes at the end.
@@ -91,11 +91,11 @@ if __name__ == "__main__":
 # copy of ``crops``, generator state included (copied by *fork*, pickled by *spawn* and
 # *forkserver*: the bug does not depend on the start method). We compare the draws index
 # by index: the ``k``-th offset worker 0 drew against the ``k``-th offset worker 1 drew.
-from multiprocessing import get_all_start_methods
+# The workers' start method comes from :func:`effpt.data.start_method`, the choice
+# :doc:`plot_datasets_and_dataloader` makes on the page and explains.
+from effpt.data import start_method
 
-# fork where this runs without a file to import (a notebook, this site's build) and the
-# OS has fork; None elsewhere: the platform's default
-START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
+START = start_method()  # "fork" without a file to import (a notebook); else None, the default
 
 
 def offsets_by_worker(dataset: Dataset, **loader_args) -> tuple[torch.Tensor, torch.Tensor]:
@@ -210,9 +210,8 @@ if __name__ == "__main__":
 # ``k``-th item (up), each offset numbered ``9 × top + left``. A dot on the diagonal is
 # the same draw. With the copied generator every dot sits on it; after the fix the dots
 # scatter, and only chance puts one there.
-import matplotlib.pyplot as plt
-
 if __name__ == "__main__":
+    import matplotlib.pyplot as plt  # under the guard: a spawned worker need not import it
 
     def code(offsets: torch.Tensor) -> torch.Tensor:  # (n, 2) -> (n,): 9 × top + left
         return 9 * offsets[:, 0] + offsets[:, 1]
@@ -250,7 +249,7 @@ def one_run(generator: torch.Generator | None) -> torch.Tensor:
         crops,
         batch_size=8,
         shuffle=True,
-        num_workers=2,
+        num_workers=1,  # one worker shows it as well as two, at half the start-up
         multiprocessing_context=START,
         worker_init_fn=seed_worker,
         generator=generator,

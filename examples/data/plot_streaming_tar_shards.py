@@ -109,10 +109,13 @@ if __name__ == "__main__":
 # ------------------------------------------
 # The simplest stream reads every shard in turn. With ``num_workers=2`` each worker holds
 # its own copy of the dataset and runs the whole loop. Count the keys that come out.
+# The workers' start method comes from :func:`effpt.data.start_method`, the choice
+# :doc:`plot_datasets_and_dataloader` makes on the page and explains.
 from collections import Counter
-from multiprocessing import get_all_start_methods
 
 from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+
+from effpt.data import start_method
 
 
 class NaiveTarShards(IterableDataset):
@@ -124,9 +127,7 @@ class NaiveTarShards(IterableDataset):
             yield from read_shard(shard)
 
 
-# fork where this runs without a file to import (a notebook, this site's build) and the
-# OS has fork; None elsewhere: the platform's default
-START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
+START = start_method()  # "fork" without a file to import (a notebook); else None, the default
 
 
 def make_loader(dataset, num_workers: int, **kwargs) -> DataLoader:
@@ -186,7 +187,7 @@ if __name__ == "__main__":
         print(f"4 shards, {n} workers:", [my_part(4, w, n) for w in range(n)])
 
 # %%
-# Now the check: every combination of 1, 2 and 4 shards (unequal sizes) with 0 to
+# Now the check: every combination of 1, 2 and 4 shards (unequal sizes) with none or
 # ``workers`` (here 2) worker processes. Every item must arrive exactly once. (effpt's tests check
 # the same split, :func:`effpt.data.shard_plan`, for 1–8 shards and 1–4 workers, and
 # through real worker processes under each start method.)
@@ -194,7 +195,7 @@ if __name__ == "__main__":
     print("shards  workers  delivered  distinct  exactly once")
     for n_shards in (1, 2, 4):
         expected = {f"{p.parent.name}/{p.stem}" for p in paths[: sum(sizes[:n_shards])]}
-        for n in range(workers + 1):
+        for n in (0, workers):
             counts = delivered(TarShards(shards[:n_shards]), n)
             once = set(counts) == expected and set(counts.values()) == {1}
             print(f"{n_shards:6d}  {n:7d}  {sum(counts.values()):9d}  {len(counts):8d}  {once}")
@@ -203,11 +204,12 @@ if __name__ == "__main__":
 # %%
 # Items per second against ``num_workers``
 # ----------------------------------------
-# One epoch over the same 256 images, in batches of 32: the tar stream with 0, 1 and 2
-# workers, the same with ``persistent_workers=True``, which starts its workers once
-# instead of every epoch, and, for reference, one file per item with no workers
-# (``Files``: the previous page's dataset, with the same ``decode`` as the shards, so
-# that only the storage differs).
+# One epoch over the same 256 images, in batches of 32: the tar stream with 1 and 2
+# workers kept with ``persistent_workers=True``, which starts them once instead of every
+# epoch, with 2 workers started afresh every epoch, and with none; and, for reference,
+# one file per item with no workers (``Files``: the previous page's dataset, with the
+# same ``decode`` as the shards, so that only the storage differs). Each of four timed
+# rounds runs one epoch of every variant.
 from torch.utils.data import Dataset
 
 from effpt.bench import compare, speedup
@@ -231,7 +233,7 @@ def one_epoch(loader: DataLoader):
 
 if __name__ == "__main__":
     variants = {"files, num_workers=0": one_epoch(make_loader(Files(paths), 0, batch_size=32))}
-    for n in range(workers + 1):
+    for n in (0, workers):  # fresh workers every epoch: each round starts them anew
         variants[f"shards, num_workers={n}"] = one_epoch(
             make_loader(TarShards(shards), n, batch_size=32)
         )
@@ -240,7 +242,8 @@ if __name__ == "__main__":
         variants[f"shards, num_workers={n}, persistent"] = one_epoch(kept)
         del kept
     # Loading is CPU work: the timings are stamped with the CPU, whatever device trains.
-    records = {r.variant: r for r in compare("one epoch of 256 images", variants, device="cpu")}
+    timed = compare("one epoch of 256 images", variants, device="cpu", repeats=4, number=1)
+    records = {r.variant: r for r in timed}
     del variants  # the last reference to the loaders: persistent workers shut down
 
 # %%
@@ -252,9 +255,9 @@ if __name__ == "__main__":
 # process (paid per batch, so a larger ``batch_size`` spreads it over more images).
 # ``prefetch_factor`` (default 2) is how many batches each worker keeps ready ahead of
 # time: it absorbs uneven item times but cannot raise the steady rate of busy workers.
-import matplotlib.pyplot as plt
-
 if __name__ == "__main__":
+    import matplotlib.pyplot as plt  # under the guard: a spawned worker need not import it
+
     rate = {name: 256 / r.median_s for name, r in records.items()}
 
     def plot_rates(names: list[str], xs: list[float], **style) -> None:
@@ -265,11 +268,15 @@ if __name__ == "__main__":
     fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
     counts_axis = list(range(workers + 1))
     plot_rates(["files, num_workers=0"], [-0.05], fmt="s", color="0.4", label="one file per image")
-    for label, prefix, start, shift in (
-        ("tar shards", "shards, num_workers={}", 0, 0.0),
-        ("tar shards,\npersistent workers", "shards, num_workers={}, persistent", 1, 0.05),
+    for label, prefix, xs, shift in (
+        ("tar shards", "shards, num_workers={}", [0, workers], 0.0),
+        (
+            "tar shards,\npersistent workers",
+            "shards, num_workers={}, persistent",
+            counts_axis[1:],
+            0.05,
+        ),
     ):
-        xs = counts_axis[start:]
         names = [prefix.format(n) for n in xs]
         plot_rates(names, [x + shift for x in xs], marker="o", label=label)
     ax.set(xlabel="num_workers", ylabel="images per second", xticks=counts_axis, ylim=(0, None))

@@ -31,22 +31,19 @@ To run this page on its own: ``pip install effpt==0.3.0 --find-links https://eff
 
 # %%
 # The page's work is under ``if __name__ == "__main__":`` and its classes outside it,
-# so that workers started by ``spawn`` or ``forkserver`` can import them.
+# so that workers started by ``spawn`` or ``forkserver`` can import them. The workers'
+# start method comes from :func:`effpt.data.start_method`, the choice
+# :doc:`plot_datasets_and_dataloader` makes on the page and explains.
 import multiprocessing
 import sys
 from pathlib import Path
 
 import torch
 
+from effpt.data import start_method
 from effpt.device import describe, pick_device
 
-# fork where this runs without a file (a notebook, this site's build) and the OS has it;
-# None elsewhere: the platform's default start method
-START = (
-    "fork"
-    if "__file__" not in globals() and "fork" in multiprocessing.get_all_start_methods()
-    else None
-)
+START = start_method()  # "fork" without a file to import (a notebook); else None, the default
 
 if __name__ == "__main__":
     device = pick_device()
@@ -219,9 +216,9 @@ if __name__ == "__main__":
 
 # %%
 # Each worker's Pss growth after each of its batches, for the three layouts:
-import matplotlib.pyplot as plt
-
 if __name__ == "__main__":
+    import matplotlib.pyplot as plt  # under the guard: a spawned worker need not import it
+
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
     if has_smaps:
         for (name, reports), marker in zip(runs.items(), "os^", strict=True):
