@@ -75,22 +75,33 @@ class Squares(Dataset):
     def __getitem__(self, i):
         return i * i
 
-method = start_method()
+method = {method}
 loader = DataLoader(Squares(), batch_size=4, num_workers=2, multiprocessing_context=method)
 print(method, [b.tolist() for b in loader])
 '''
-exec(compile(cell, "<cell>", "exec"), {"__name__": "__main__"})
+exec(compile(cell, "<cell>", "exec"), {{"__name__": "__main__"}})
 """
 
 
-@pytest.mark.skipif(not HAS_FORK, reason="this platform has no fork")
-def test_a_notebook_cell_with_its_own_class_loads_through_workers():
-    run = subprocess.run(
-        [sys.executable, "-c", NOTEBOOK_CELL],
+def run_cell(method: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", NOTEBOOK_CELL.format(method=method)],
         capture_output=True,
         text=True,
         timeout=300,
         check=False,
     )
+
+
+@pytest.mark.skipif(not HAS_FORK, reason="this platform has no fork")
+def test_a_notebook_cell_with_its_own_class_loads_through_workers():
+    run = run_cell("start_method()")
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["fork", "[0,", "1,", "4,", "9]", "[16,", "25,", "36,", "49]"]
+    assert run.stdout.strip() == "fork [[0, 1, 4, 9], [16, 25, 36, 49]]"
+
+
+def test_without_it_the_same_cell_fails_under_spawn():
+    # What start_method() prevents: spawned workers cannot find the cell's class.
+    run = run_cell("None")
+    assert run.returncode != 0
+    assert "Squares" in run.stderr  # the error names the class the workers could not find

@@ -48,6 +48,7 @@ EXTERNAL_ROOTS = frozenset(
         "copy",
         "pickle",
         "datetime",
+        "types",
     ]
 )
 BUILTIN_NAMES = frozenset(dir(builtins))
