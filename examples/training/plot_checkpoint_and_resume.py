@@ -37,8 +37,8 @@ To run this page on its own: ``pip install effpt==0.3.0 --find-links https://eff
 # draws from torch's generator, an augmentation that draws from Python's :mod:`random`
 # and NumPy, and a :class:`~torch.utils.data.distributed.DistributedSampler` whose
 # shuffle is a function of its seed and epoch. The last part of the page starts
-# processes, which re-import this file under spawn; the work sits under ``MAIN`` (see
-# :doc:`/explanations/workers`).
+# processes, which re-import this file under spawn or forkserver; the work sits under
+# ``MAIN`` (see :doc:`/explanations/workers`).
 import random
 from types import SimpleNamespace
 
