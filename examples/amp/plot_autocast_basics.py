@@ -17,9 +17,10 @@ Predict the dtype autocast gives each operation
 
 Inside a :func:`torch.autocast` region the same float32 tensors produce 16-bit results
 from some operations and float32 results from others, and it pays to know which before
-debugging a dtype error or a loss that went to ``nan``. This page runs one operation of
-each kind, builds the table of what autocast lowers and what it keeps in float32 on this
-device, and shows why the backward pass needs no autocast of its own.
+debugging a dtype error or a loss that went to ``nan``. This page runs thirteen common
+operations under autocast, builds from them the table of what autocast lowers and what it
+keeps in float32 on this device, and shows why the backward pass needs no autocast of
+its own.
 
 To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_basics.py``.
 """
