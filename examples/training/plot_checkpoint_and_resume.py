@@ -236,7 +236,11 @@ if MAIN:
     )
     ax.semilogy(resumed[False], linewidth=1.2, color="C3", label="resumed, model + optimizer")
     ax.axvline(len(first_half) - 0.5, color="gray", linewidth=0.8)
-    ax.set(xlabel="step (checkpoint at the gray line)", ylabel="training loss")
+    ax.set(
+        xlabel="step (checkpoint at the gray line)",
+        ylabel="training loss",
+        title="Resumed runs against the uninterrupted one",
+    )
     ax.legend()
     plt.show()
 
