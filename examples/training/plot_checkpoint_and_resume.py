@@ -306,6 +306,8 @@ if MAIN:
     method = "fork" if no_file and "fork" in get_all_start_methods() else None
     trained = launch(dcp_rank, args=(path,), world_size=2, timeout_s=120, start_method=method)
     print(sorted((f.name, f.stat().st_size) for f in Path(path).iterdir()))
+    stored = dcp.FileSystemReader(path).read_metadata().storage_data  # where each tensor went
+    print({index.fqn: info.relative_path for index, info in stored.items()})
     single = nn.Linear(8, 4)  # fresh weights, about to be overwritten
     state = {"model": single.state_dict()}
     with warnings.catch_warnings(record=True) as caught:
@@ -322,12 +324,15 @@ if MAIN:
     assert torch.equal(trained[0], trained[1])
     assert torch.equal(loaded, trained[0])
     assert {".metadata", "__0_0.distcp", "__1_0.distcp"} <= {f.name for f in Path(path).iterdir()}
+    assert sorted(i.fqn for i in stored) == ["model.bias", "model.weight"], stored
 # sphinx_gallery_end_ignore
 
 # %%
-# The folder holds one ``.distcp`` file per rank and the ``.metadata``. Writing the
-# files, loading them safely and loading large ones cheaply is
-# :doc:`plot_checkpoint_files`. The page is done with its files; it deletes their folder:
+# The folder holds one ``.distcp`` file per rank and the ``.metadata``, which maps each
+# tensor to one file only (the second line above): DCP writes a tensor that several
+# ranks hold once, not once per rank. Writing the files, loading them safely and loading
+# large ones cheaply is :doc:`plot_checkpoint_files`. The page is done with its files;
+# it deletes their folder:
 if MAIN:
     workdir.cleanup()
     print(f"folder still there: {folder.exists()}")
