@@ -230,7 +230,7 @@ assert torch.equal(w_grad, w_grad_inside)
 # Summary
 # -------
 # - Under :func:`torch.autocast`, matrix products, linear layers and convolutions run
-#   in the 16-bit type even on float32 inputs; additions and activations follow their
+#   in the 16-bit type even on float32 inputs; additions and ``relu`` follow their
 #   inputs.
 # - Which ops autocast keeps in float32 depends on the device: on CUDA with float16
 #   they include ``softmax``, ``log`` and ``sum``; on CPU with bfloat16 those follow
