@@ -44,8 +44,8 @@ print(describe(device))
 print(f"autocast on {device.type} uses {low}")
 
 # %%
-# A product goes low, a sum stays float32
-# ---------------------------------------
+# A product goes low, an addition stays float32
+# ---------------------------------------------
 # ``x`` and ``y`` are ordinary float32 tensors. Under autocast the matrix product comes
 # out in the 16-bit type, because its inputs were cast down before the kernel ran. The
 # addition is left alone: autocast only touches operations on its lists.
