@@ -223,7 +223,11 @@ def index_select_lead(width: int, rounds: int = 7) -> Ratio:
 # rows 1 and 4 numbers wide only advanced indexing splits). Waking the pool is a fixed
 # cost (:doc:`/explanations/timing` explains it), so where only one kernel pays it the
 # ratio shows which woke the pool, not which does less work. A GPU does not use the
-# CPU's pool. So the rows are picked on one thread and on all of PyTorch's threads:
+# CPU's pool. So the rows are picked on one thread and on all of PyTorch's threads.
+#
+# Predict first: on one thread, is index_select's lead at rows 16 numbers wide at least
+# 1.5 times its lead at rows of one number, as copying whole rows alone suggests? And
+# on all threads?
 all_threads = torch.get_num_threads()
 # A GPU kernel does not use the CPU's thread pool: one column there.
 thread_counts = sorted({1, all_threads}) if device.type == "cpu" else [all_threads]
@@ -238,15 +242,12 @@ columns = {t: f"{t} thread{'s' if t > 1 else ''}" for t in thread_counts}
 if device.type != "cpu":
     columns = {all_threads: device.type}
 print("index_select's speed over advanced indexing, 8,192 rows picked (median, quartiles)")
-print(f"{'row width':>12}" + "".join(f"{label:>20}" for label in columns.values()))
+print(f"{'row width':>12}" + "".join(f"{label:>22}" for label in columns.values()))
 for width in widths:
-    print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>20}" for t in thread_counts))
+    print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>22}" for t in thread_counts))
 
 # %%
-# Predict first: on one thread, is index_select's lead at rows 16 numbers wide at least
-# 1.5 times its lead at rows of one number, as copying whole rows alone suggests? And
-# on all threads? Each column gets its verdict; the machine it names says how many
-# threads ran.
+# Each column gets its verdict; the machine it names says how many threads ran.
 from effpt.expect import expect
 
 for threads in thread_counts:
