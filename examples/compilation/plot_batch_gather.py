@@ -172,12 +172,13 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # Advanced indexing or index_select: rows, checks and threads
 # -----------------------------------------------------------
 # Both do the same job, but not the same work. On a CPU, advanced indexing is a
-# general kernel that copies the output one *number* at a time, each from an address
-# computed from its index. :meth:`~torch.Tensor.index_select` knows that whole rows are
-# picked: it reads and checks each index once per *row* and copies the row in one
-# piece. With rows of one number both do the same work
-# per number copied; the wider the rows, the more
-# index_select saves, so on one thread its lead should grow with the width.
+# general kernel: it looks up each row's index once, then copies the row one *number*
+# at a time, in a loop written for tensors of any shape and stride.
+# :meth:`~torch.Tensor.index_select` knows that whole rows are picked: it checks each
+# index and copies the row in one piece (one ``memcpy``, in torch's source at the time
+# of writing). With rows of one number both do the same work per number copied; the
+# wider the rows, the more the copy in one piece saves, so on one thread
+# index_select's lead should grow with the width.
 #
 # The function below picks 8,192 rows both ways; each of 7 rounds times the two back
 # to back, so that a change in the machine's load hits both alike.
