@@ -132,7 +132,7 @@ assert all(not math.isnan(e) for name in methods if name != "naive" for e in err
 # errors are counted in float32 roundings, printed above in units of ``eps``. How many
 # roundings depends on the kernel: :func:`torch.softmax` runs code of its own for the
 # exponentials and the sum, so its error need not equal the hand-written version's,
-# and can be several times larger on one machine and smaller on another. The naive
+# and can be many times larger on one machine and smaller on another. The naive
 # version fails beyond the dotted line, where ``scale × max(logit)`` reaches 88.72.
 from effpt.expect import expect
 
