@@ -136,9 +136,11 @@ assert values[values > 0].shape == (1,)
 # sphinx_gallery_end_ignore
 
 # %%
-# On CUDA, :func:`torch.cuda.set_sync_debug_mode` turns every such wait into a warning
-# (or, with ``"error"``, an exception), which finds them in a real training loop. The cell
-# counts the warnings each call raises. ``torch.where`` keeps the shape and
+# On CUDA, :func:`torch.cuda.set_sync_debug_mode` turns such waits into warnings (or,
+# with ``"error"``, exceptions), which finds them in a real training loop. Not every
+# one: its documentation calls it experimental and leaves out, for now, the operations
+# of ``torch.distributed`` and ``torch.sparse``. The cell counts the warnings each call
+# raises. ``torch.where`` keeps the shape and
 # :func:`torch.nonzero_static` fixes it in advance, so neither has to wait.
 import warnings
 
