@@ -325,8 +325,8 @@ for level in levels:
     implied = {k: getattr(m, "fp32_precision", "-") for k, m in backends.items() if m is not None}
     print(f"{level:<8} error vs float64 {errors[level]:.1e}   implies {implied}")
 torch.set_float32_matmul_precision("highest")
-a16, b16 = (t.cpu().to(torch.bfloat16).double() for t in (a, b))  # inputs rounded to bfloat16
-bf16_error = ((a16 @ b16 - exact.cpu()).norm() / exact.norm().cpu()).item()
+a16, b16 = (t.to(torch.bfloat16).to(exact.device, exact.dtype) for t in (a, b))  # rounded
+bf16_error = ((a16 @ b16 - exact).norm() / exact.norm()).item()
 print(f"inputs rounded to bfloat16: error vs float64 {bf16_error:.1e}")
 
 # sphinx_gallery_start_ignore
