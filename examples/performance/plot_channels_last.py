@@ -140,8 +140,8 @@ assert nhwc[1].weight.stride() == (1,) and nhwc[-1].weight.is_contiguous()
 # keep it, while a softmax over the channels and a layer norm return a contiguous
 # (NCHW) tensor: the next convolution then pays a conversion back.
 #
-# The page asserts the same of CUDA, but an assertion checks only the device a run
-# has: the line under the table names the one this run checked. Apple's MPS kernels
+# On CUDA the page asserts that the first five keep it too, but an assertion checks only
+# the device a run has: the line under the table names the one this run checked. Apple's MPS kernels
 # have changed their support for this layout from one torch release to the next (some
 # fixes concerned wrong results), so on MPS the table shows what that build does and
 # the page asserts nothing.

@@ -330,7 +330,8 @@ _ = expect(
 # own kernels use here (``AVX512``, ``AVX2``, ``SVE256``, ``DEFAULT``, which torch 2.6
 # calls ``NO AVX``...). The
 # ``portable`` worker was started with ``ATEN_CPU_CAPABILITY=default``; both it and the
-# default worker time a sigmoid of 262,144 numbers on one thread, taking turns.
+# default worker time a sigmoid of 262,144 numbers on one thread, taking turns. The
+# verdict's machine line names this page's own process and its threads, not the workers'.
 vector = {"default": (), "portable": ()}
 for _ in range(3):
     for name in vector:
