@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from minisite import family_of_one, stub_app
 from sphinx.errors import ExtensionError
 
 from effpt import claims
@@ -33,18 +34,17 @@ GOOD = {
 
 @pytest.fixture
 def app(tmp_path):
-    family = tmp_path / "examples" / "fam"
-    family.mkdir(parents=True)
-    (family / "GALLERY_HEADER.rst").write_text(
-        "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
-    )
-    (family / "plot_a.py").write_text('"""\nA\n=\n"""\n', encoding="utf-8")
+    family_of_one(tmp_path)
     (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
-    config = SimpleNamespace(
-        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
-        effpt_families=["fam"],
-    )
-    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+    return stub_app(tmp_path)
+
+
+def test_page_stem_names_a_gallery_pages_example_and_nothing_else(app):
+    from effpt_site.layout import page_stem
+
+    assert page_stem(app, "auto/fam/plot_a") == "plot_a"
+    assert page_stem(app, "index") is None
+    assert page_stem(app, "auto/other/plot_a") is None  # a family the site does not list
 
 
 def write_records(app, stem, lines):
@@ -504,11 +504,7 @@ def _gallery_with_thumbnails(tmp_path, pictures: dict[str, bytes], ran=None):
         (out / "images" / "thumb" / f"sphx_glr_{stem}_thumb.png").write_bytes(picture)
         if ran is None or key in ran:
             (out / f"{stem}.cost.json").write_text('{"time": 1.5, "memory": 0}')
-    config = SimpleNamespace(
-        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
-        effpt_families=families,
-    )
-    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+    return stub_app(tmp_path, families)
 
 
 def test_two_pages_sharing_a_thumbnail_fail_the_build_naming_both(tmp_path):

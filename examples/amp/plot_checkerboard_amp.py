@@ -263,25 +263,22 @@ _ = expect(
 # prints the load average where the OS reports it.
 import os
 
+from effpt.bench import on_one_thread
+
 if hasattr(os, "getloadavg"):
     print(f"load average, last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = compare(f"checkerboard step, {size}×{size}, 1 thread", steps_fn, device=device)
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
-            speedup(one[0], one[1]),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timing above is the one-thread timing")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+one = on_one_thread(
+    lambda: compare(f"checkerboard step, {size}×{size}, 1 thread", steps_fn, device=device),
+    device,
+)
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
+    _ = expect(
+        f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
+        speedup(timed[0], timed[1]),
+        above=1.0,
+        device=one_thread,  # the machine as it ran: one thread
+    )
 
 # %%
 # A CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX) runs bfloat16 products in

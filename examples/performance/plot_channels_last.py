@@ -336,23 +336,17 @@ plt.show()
 # threads, and not equally well (:doc:`/explanations/timing`), so the largest batch is
 # timed again on one thread (restored afterwards). Differing verdicts mean the
 # threads, or other work on the machine, changed the outcome.
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = time_forward(batches[-1], ", 1 thread")
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
-            speedup(*one),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timings above are the one-thread timings")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+from effpt.bench import on_one_thread
+
+one = on_one_thread(lambda: time_forward(batches[-1], ", 1 thread"), device)
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
+    _ = expect(
+        f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
+        speedup(*timed),
+        above=1.0,
+        device=one_thread,  # the machine as it ran: one thread
+    )
 
 # %%
 # Training: forward and backward

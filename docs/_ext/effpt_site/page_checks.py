@@ -24,7 +24,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.errors import ExtensionError
 
-from effpt_site.layout import example_pages, examples_dir
+from effpt_site.layout import example_pages, examples_dir, page_stem
 from effpt_site.outputs import STAMP_SUFFIX, read_cost
 from effpt_site.packages import install_command
 
@@ -185,7 +185,7 @@ def check_page(app, doctree) -> None:
     from sphinx_gallery.directives import imgsgnode  # noqa: PLC0415  (docs-only dependency)
 
     docname = app.env.docname
-    stem = {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
+    stem = page_stem(app, docname)
     if stem is None:
         return
     script = examples_dir(app) / Path(docname).parent.name / f"{stem}.py"
