@@ -265,7 +265,7 @@ SCRIPT = '''"""
 Sum faster
 ==========
 
-This page compares two sums. {install}
+This page compares two sums.
 """
 
 from effpt.expect import expect
@@ -316,15 +316,13 @@ def site(tmp_path) -> Path:
 
     The page is named as the page of two of effpt.claims's claims, so that they are rows.
     """
-    from effpt_site.page_checks import install_line
-
     family = tmp_path / "examples" / "fam"
     family.mkdir(parents=True)
     (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
     (family / "GALLERY_HEADER.rst").write_text(
         "Fam\n---\n\n.. reading order:\n   plot_batch_gather.py\n"
     )
-    script = SCRIPT.format(install=install_line("plot_batch_gather.py"))
+    script = SCRIPT
     (family / "plot_batch_gather.py").write_text(script, encoding="utf-8")
     docs = tmp_path / "docs"
     docs.mkdir()
