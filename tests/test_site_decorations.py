@@ -15,15 +15,13 @@ from pathlib import Path
 import pytest
 from minisite import build, one_page_gallery
 
-from effpt_site.page_checks import install_line
-
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
-SCRIPT = f'''"""
+SCRIPT = '''"""
 Fit a line
 ==========
 
-This page prints a slope. {install_line("plot_a.py")}
+This page prints a slope.
 """
 
 print("slope", 2.0)

@@ -242,7 +242,7 @@ SCRIPT = '''"""
 Sum faster
 ==========
 
-This page compares two sums. {install}
+This page compares two sums.
 """
 
 from effpt.expect import expect
@@ -272,9 +272,7 @@ def site(tmp_path) -> Path:
 
     The page is named as the page of two of effpt.claims's claims, so that they are rows.
     """
-    from effpt_site.page_checks import install_line
-
-    script = SCRIPT.format(install=install_line("plot_batch_gather.py"))
+    script = SCRIPT
     measurements = "Measurements\n============\n\nThe grid\n--------\n\n.. effpt-expectations::\n"
     docs = one_page_gallery(
         tmp_path,

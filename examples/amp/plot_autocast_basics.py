@@ -21,8 +21,6 @@ debugging a dtype error or a loss that went to ``nan``. This page runs thirteen 
 operations under autocast, builds from them the table of what autocast lowers and what it
 keeps in float32 on this device, and shows why the backward pass needs no autocast of
 its own.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_basics.py``.
 """
 
 # %%

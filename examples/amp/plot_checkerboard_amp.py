@@ -29,8 +29,6 @@ page trains the same network on a toy task, learning a checkerboard from pixel
 coordinates, in float32 and under :func:`torch.autocast` (on a CUDA GPU also in TF32,
 in a second 16-bit type and compiled), then times a step of each, profiles where the
 time of a step goes, and compares it with this machine's matrix-multiply rate.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkerboard_amp.py``.
 """
 
 # %%

@@ -24,8 +24,6 @@ less arithmetic and less memory. This page shows the rewrite, checks that it is 
 and measures what it saves on the machine that built it.
 
 The broadcasting rules it relies on are on :doc:`plot_broadcasting`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcast_merge.py``.
 """
 
 # %%

@@ -21,8 +21,6 @@ implements. Each operator is a call to a named function, and knowing which one t
 you when the result is a view, when it is in place, when it is bitwise rather than
 logical, and what a loop of them costs. This page checks every operator against its
 function, shows three traps, and times a loop of indexing against one reduction.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_overloaded_operators.py``.
 """
 
 # %%

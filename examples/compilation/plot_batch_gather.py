@@ -26,8 +26,6 @@ writes it as a loop, compiles the loop two ways, vectorises it with a flat index
 compares two ways of using that index (advanced indexing and
 :meth:`torch.Tensor.index_select`) on one thread and on all of them, and measures how
 each version's cost grows with the batch size.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_batch_gather.py``.
 """
 
 # %%

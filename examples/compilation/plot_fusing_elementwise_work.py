@@ -25,8 +25,6 @@ into one kernel reads the inputs once and writes the output once. This page fuse
 intersection over union (IoU) of boxes with :func:`torch.compile`, checks what
 TorchScript's fuser, which the notebook this example comes from used, still does, and measures
 what fusion buys against this machine's memory bandwidth.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_fusing_elementwise_work.py``.
 """
 
 # %%

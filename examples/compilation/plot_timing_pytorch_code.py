@@ -26,8 +26,6 @@ spread), shows the mistakes it avoids, checks it against PyTorch's own timer, an
 two formulas for one loss, where only a measurement on your device says which to use.
 
 Why the rules below exist is explained in :doc:`/explanations/timing`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_timing_pytorch_code.py``.
 """
 
 # %%

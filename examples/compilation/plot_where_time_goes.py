@@ -25,8 +25,6 @@ fixed costs are all there is.
 This page measures them on the machine that built it, on one thread and on all of
 them, finds the size above which the work itself takes over, and checks a well-known
 rule of thumb against the result.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_where_time_goes.py``.
 """
 
 # %%

@@ -26,8 +26,6 @@ fed once from batches already in memory and once through the
 :class:`~torch.utils.data.DataLoader`, then the loader's knobs turned one at a time on
 a dataset that decodes PNG images. Whether workers help depends on the work per item and
 on the cores the machine has free; the page measures both on the machine it runs on.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_is_the_loader_the_bottleneck.py``.
 """
 
 # %%

@@ -24,8 +24,6 @@ two classification losses expects, and applies the same idea to binary cross-ent
 ``log1p`` and ``expm1``.
 
 For the background, read :doc:`/explanations/floating_point`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_stable_softmax.py``.
 """
 
 # %%

@@ -22,8 +22,6 @@ Activation checkpointing keeps only the inputs of chosen parts of the model and 
 parts' forward pass again during the backward pass. This page counts the bytes autograd
 keeps with and without checkpoints, checks that the gradients do not change by a single
 bit, measures the time the recomputation costs, and chooses where to put the checkpoints.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_activation_checkpointing.py``.
 """
 
 # %%

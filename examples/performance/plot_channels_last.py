@@ -24,8 +24,6 @@ small CNN and its input, checks which operations keep the layout and that the re
 agree, then measures on this build's device whether the layout pays and what a conversion
 costs. Some facts come from PyTorch's tutorial
 `Channels Last Memory Format in PyTorch <https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html>`__.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_channels_last.py``.
 """
 
 # %%

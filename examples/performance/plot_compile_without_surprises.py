@@ -24,8 +24,6 @@ split the graph or trigger one compilation after another, and the first call of 
 compiled function can cost seconds. This page counts graphs, graph breaks and
 recompilations exactly, shows the switches that turn each surprise into an error, and
 measures what compiling costs, when it pays off and what the on-disk cache saves.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_compile_without_surprises.py``.
 """
 
 # %%

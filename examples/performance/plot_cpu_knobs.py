@@ -23,8 +23,6 @@ running several workers, a laptop busy with other work or a build timing small
 operations may want others. This page sets each knob, starts a fresh process where a
 knob is read only at start, and measures what each one changes on the machine that
 built it.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_cpu_knobs.py``.
 """
 
 # %%

@@ -24,8 +24,6 @@ convolutions, float32 products that could use tensor cores, and small kernels la
 by one. This page measures each rule where the device that built it can show it. A
 section that needs CUDA prints one line saying so on other devices; what a CPU can show,
 it shows.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gpu_rules.py``.
 """
 
 # %%

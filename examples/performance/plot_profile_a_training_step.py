@@ -23,8 +23,6 @@ how long it took and what it allocated. This page profiles the step of a small
 classifier (load a batch, forward, backward, optimizer), reads the profiler's tables,
 records steps on a schedule, exports a trace and draws it, and works out which share of
 the step each phase takes and how much of it runs inside operators.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_profile_a_training_step.py``.
 """
 
 # %%

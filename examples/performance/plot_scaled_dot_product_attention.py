@@ -27,8 +27,6 @@ function in one call, and lets PyTorch pick a fused kernel that need not store t
 matrix. This page checks that the two agree, with masks, causal attention and dropout;
 times both and counts their memory as the sequence grows; shows which kernel ran; and
 ends with FlexAttention, which takes variants of attention written as Python functions.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_scaled_dot_product_attention.py``.
 """
 
 # %%

@@ -26,8 +26,6 @@ batch; done slightly wrong, it is a different step and nothing warns you. This p
 accumulation against one large batch, shows three ways to break the match, counts what
 ``no_sync()`` saves with :class:`~torch.nn.parallel.DistributedDataParallel` over two
 processes, and places the GradScaler's ``unscale_`` once per step.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_accumulate_gradients.py``.
 """
 
 # %%

@@ -25,8 +25,6 @@ its last checkpoint. That takes more than the model's weights. This page saves
 everything a run's future depends on, proves that a stopped and resumed run matches the
 uninterrupted one bit for bit, shows what a checkpoint of weights and optimizer alone
 changes, and saves from two processes with :mod:`torch.distributed.checkpoint`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkpoint_and_resume.py``.
 """
 
 # %%
