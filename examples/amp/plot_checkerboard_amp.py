@@ -17,9 +17,9 @@ Train a network in mixed precision and see where its time goes
            it trains the same board in float32 and float16. On a CUDA GPU it trains a
            512 × 512 board in float32, TF32, float16, bfloat16 and float16 under
            :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. On a CPU
-           without native bfloat16 (AVX512-BF16 or AMX) the bfloat16 step can run on
-           slow fallback kernels (about 14 times float32's time on an AVX2-only AMD
-           Zen 3).
+           where torch has no fast bfloat16 kernels, the bfloat16 step runs on slow
+           fallback kernels; a probe step finds this first, and the page then trains a
+           smaller board with a narrower network.
 
 Mixed precision is a few extra lines in a training loop. Whether they make a step
 faster depends on the machine: the 16-bit matrix products must run faster there than
@@ -69,7 +69,7 @@ print(f"inputs {tuple(inputs.shape)}, targets {tuple(targets.shape)}, {steps} st
 from torch import nn
 
 
-class CheckerNet(nn.Module):
+class CheckerNet(nn.Module):  # 256 channels unless the probe below narrows it
     def __init__(self, channels: int = 256, depth: int = 3) -> None:
         super().__init__()
         layers, width = [], 2
@@ -145,6 +145,46 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 
 
 # %%
+# A probe before training
+# -----------------------
+# Where torch has no fast bfloat16 kernels for this CPU, a bfloat16 step can take many
+# times as long as a float32 one, and a hundred of them would take minutes. So on a CPU
+# the page first times one step of each type (after a warm-up step, on a fresh
+# network) and, if the 16-bit step takes more than four times as long, trains a
+# narrower network on a smaller board. The first line says what decides it on this
+# machine (:func:`effpt.machine.bfloat16_support`); the others print the two times and
+# the size chosen.
+import time
+
+from effpt.machine import bfloat16_support
+from effpt.records import format_seconds
+
+low_name = str(low).removeprefix("torch.")
+channels = 256
+if device.type == "cpu":
+    print(bfloat16_support())
+    probe = {}
+    for dtype in (None, low):
+        probe_step = make_step(CheckerNet(channels).to(device), dtype)
+        probe_step()  # warm-up
+        began = time.perf_counter()
+        probe_step()
+        probe[dtype] = time.perf_counter() - began
+    slower = probe[low] / probe[None]
+    print(
+        f"probe: a float32 step took {format_seconds(probe[None])}, a {low_name} step "
+        f"{format_seconds(probe[low])}: {slower:.1f}× float32's"
+    )
+    if slower > 4:
+        size, channels = 16, 128
+        inputs, targets = checkerboard_task(size, squares=squares, device=device)
+        print(f"over 4×: every variant trains a {size}×{size} board, {channels} channels")
+    else:
+        print(f"4× or less: the page keeps the {size}×{size} board and {channels} channels")
+else:
+    print(f"probe: CPU only; on {device.type} the page trains the {size}×{size} board")
+
+# %%
 # Train every variant
 # -------------------
 # Each variant starts from the same weights. On a CUDA GPU there are five: float32,
@@ -153,7 +193,6 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 # format, and compilation would take longer than the whole page may.
 import copy
 
-low_name = str(low).removeprefix("torch.")
 variants = {"float32": (None, False, False)}  # name: (autocast dtype, TF32, compiled)
 if device.type == "cuda":
     variants["TF32"] = (None, True, False)
@@ -164,7 +203,7 @@ if device.type == "cuda":
 else:
     print("CUDA only, not run here: TF32, a second 16-bit type, torch.compile + autocast")
 
-initial = CheckerNet().to(device)  # every variant trains a copy of these weights
+initial = CheckerNet(channels).to(device)  # every variant trains a copy of these weights
 steps_fn, losses, predictions = {}, {}, {}
 for name, (dtype, use_tf32, compiled) in variants.items():
     model = copy.deepcopy(initial)
@@ -284,22 +323,16 @@ else:
     print(f"one-thread timing: CPU only, not run on {device.type}")
 
 # %%
-# A CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX) runs bfloat16 products in
-# hardware. Without it, a bfloat16 product has no fast kernel for every shape in this
-# build of PyTorch: a convolution can fall back to a generic kernel
-# (``aten::_slow_conv2d_forward``, which the profile below then names) and a large
-# matrix product to a generic path too. On an AVX2-only AMD EPYC (Zen 3), this page's
-# bfloat16 step took about 14 times as long as its float32 one; the tables above give
-# this machine's ratio. The lines below say what this CPU has (on a GPU run, the host's
-# CPU, which did not run the steps).
-from pathlib import Path
-
-cpuinfo = Path("/proc/cpuinfo")
-flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
-native = sorted(flags & {"avx512_bf16", "amx_bf16"})
+# On a CPU, what decides the bfloat16 verdict is whether torch sends bfloat16 products
+# to oneDNN's kernels, which use native bfloat16 instructions (AVX512-BF16, AMX) or
+# AVX-512. Where torch's kernels stop at AVX2, or oneDNN is capped below AVX-512, a
+# convolution falls back to a generic kernel (``aten::_slow_conv2d_forward``, which the
+# profile below then names) many times slower than float32, and the 16-bit step loses.
+# On cores busy with other work (the load average above), the spread can leave the
+# verdict inconclusive. The lines below print this machine's side of the kernels (on a
+# GPU run, the host's CPU, which did not run the steps).
 print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
-unlisted = "none listed in /proc/cpuinfo" if flags else "unknown (no /proc/cpuinfo here)"
-print(f"native bfloat16 instructions: {', '.join(native) or unlisted}")
+print(bfloat16_support())
 
 
 # %%
@@ -426,9 +459,12 @@ from torch.utils.flop_counter import FlopCounterMode
 from effpt.bench import matmul_throughput
 
 with FlopCounterMode(display=False) as counter:
-    make_step(CheckerNet().to(device), None)()
+    make_step(CheckerNet(channels).to(device), None)()
 flops = counter.get_total_flops()
 sizes = (4096, 8192) if device.type == "cuda" else (512, 1024)
+if channels != 256:  # the probe found slow 16-bit kernels: smaller products for the rate
+    sizes = (256, 512)
+print(f"matrix products timed for the rate: {sizes[0]} and {sizes[1]} wide")
 peaks = {}
 print(f"{flops / 1e9:.2f} GFLOP per step")
 for name, (dtype, use_tf32, _) in variants.items():

@@ -403,6 +403,17 @@ _ = expect(
 )
 
 # %%
+# On a CPU the optimizer's share turns on the threads and the vector kernels: its
+# many small elementwise calls gain little from a second thread while the matrix
+# products gain much, and with torch's portable kernels its passes slow down more than
+# oneDNN's products do, so on one thread or with ``DEFAULT`` kernels the share grows.
+# This machine's side of both:
+print(
+    f"intra-op threads: {torch.get_num_threads()}; "
+    f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}"
+)
+
+# %%
 # Memory
 # ------
 # With ``profile_memory=True`` the profiler also records every allocation and every
