@@ -16,10 +16,9 @@ Train a network in mixed precision and see where its time goes
            bfloat16, and times and profiles the steps at one thread as well. On Apple MPS
            it trains the same board in float32 and float16. On a CUDA GPU it trains a
            512 × 512 board in float32, TF32, float16, bfloat16 and float16 under
-           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. On a CPU
-           where torch has no fast bfloat16 kernels, the bfloat16 step runs on slow
-           fallback kernels; a probe step finds this first, and the page then trains a
-           smaller board with a narrower network.
+           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. Where a probe
+           finds slow bfloat16 kernels on a CPU, the page trains a smaller board with a
+           narrower network.
 
 Mixed precision is a few extra lines in a training loop. Whether they make a step
 faster depends on the machine: the 16-bit matrix products must run faster there than
@@ -147,13 +146,10 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 # %%
 # A probe before training
 # -----------------------
-# Where torch has no fast bfloat16 kernels for this CPU, a bfloat16 step can take many
-# times as long as a float32 one, and a hundred of them would take minutes. So on a CPU
-# the page first times one step of each type (after a warm-up step, on a fresh
-# network) and, if the 16-bit step takes more than four times as long, trains a
-# narrower network on a smaller board. The first line says what decides it on this
-# machine (:func:`effpt.machine.bfloat16_support`); the others print the two times and
-# the size chosen.
+# Without fast bfloat16 kernels, a hundred bfloat16 steps could take minutes. So on a
+# CPU the page times one warm step of each type first and, where the 16-bit one takes
+# over four times as long, trains a narrower network on a smaller board. The first
+# line is :func:`effpt.machine.bfloat16_support`.
 import time
 
 from effpt.machine import bfloat16_support
@@ -323,14 +319,11 @@ else:
     print(f"one-thread timing: CPU only, not run on {device.type}")
 
 # %%
-# On a CPU, what decides the bfloat16 verdict is whether torch sends bfloat16 products
-# to oneDNN's kernels, which use native bfloat16 instructions (AVX512-BF16, AMX) or
-# AVX-512. Where torch's kernels stop at AVX2, or oneDNN is capped below AVX-512, a
-# convolution falls back to a generic kernel (``aten::_slow_conv2d_forward``, which the
-# profile below then names) many times slower than float32, and the 16-bit step loses.
-# On cores busy with other work (the load average above), the spread can leave the
-# verdict inconclusive. The lines below print this machine's side of the kernels (on a
-# GPU run, the host's CPU, which did not run the steps).
+# On a CPU, the bfloat16 verdict turns on whether torch uses oneDNN's bfloat16 kernels
+# (AVX-512 or native bfloat16 instructions). Where its kernels stop at AVX2, a
+# convolution falls back to ``aten::_slow_conv2d_forward`` (the profile below names
+# it), many times slower than float32; on busy cores the verdict can be inconclusive.
+# This machine's side (on a GPU run, the host's CPU):
 print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
 print(bfloat16_support())
 

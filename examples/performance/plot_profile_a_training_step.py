@@ -403,11 +403,8 @@ _ = expect(
 )
 
 # %%
-# On a CPU the optimizer's share turns on the threads and the vector kernels: its
-# many small elementwise calls gain little from a second thread while the matrix
-# products gain much, and with torch's portable kernels its passes slow down more than
-# oneDNN's products do, so on one thread or with ``DEFAULT`` kernels the share grows.
-# This machine's side of both:
+# On a CPU, threads and kernels decide this share: one thread or portable kernels
+# raise it.
 print(
     f"intra-op threads: {torch.get_num_threads()}; "
     f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}"
@@ -508,5 +505,4 @@ assert any(frame.startswith("nn.Module: Linear_") for frame in frames), sorted(f
 #
 # `PyTorch's profiler recipe
 # <https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html>`__
-# introduces the same API (the tables, ``record_function``, memory, stacks, schedules
-# and traces); this page measures what it shows on the machine that built it.
+# introduces the same API; this page measures it.
