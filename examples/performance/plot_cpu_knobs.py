@@ -370,10 +370,10 @@ folder.cleanup()
 # native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) a bfloat16 matrix product
 # should run at least as fast as a float32 one; on one without, torch falls back to a
 # generic kernel, which can be many times slower. A probe first times three 128 × 128
-# products in each type, keeping the fastest; where bfloat16 takes more than four times as long, the
-# comparison stays at that size so that the slow case stays short. The line before the
-# verdict says whether ``/proc/cpuinfo`` lists such instructions (unknown where there
-# is none) and whether torch uses oneDNN's bfloat16 kernels here.
+# products in each type, keeping the fastest; where bfloat16 takes more than four
+# times as long, the comparison stays at that size so that the slow case stays short.
+# The line before the verdict says whether ``/proc/cpuinfo`` lists such instructions
+# (unknown where there is none) and whether torch uses oneDNN's bfloat16 kernels here.
 import time
 
 from effpt.machine import bfloat16_support
