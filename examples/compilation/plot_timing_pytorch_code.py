@@ -461,6 +461,15 @@ for name, op in (("pdist", "aten::_pdist_backward"), ("matmul", "aten::mm")):
     )
 
 # %%
+# Other work on the machine can decide those shares: load stretches some operators'
+# times more than others while the profiler records them, and it is the one condition
+# under which the measurements on record saw the ``aten::mm`` verdict change. This
+# run's load:
+from effpt.machine import load_line
+
+print(load_line())
+
+# %%
 # Summary
 # -------
 # - A correct timer warms up, synchronises before starting and before stopping the

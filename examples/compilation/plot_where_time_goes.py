@@ -288,6 +288,15 @@ for op, times, name in (
         )
 
 # %%
+# Other work on the machine can decide the matrix product's verdict rather than the
+# product itself: load stretches some timings more than others, and it is the one
+# condition under which the measurements on record saw this verdict change. This
+# run's load:
+from effpt.machine import load_line
+
+print(load_line())
+
+# %%
 # Where a verdict does not hold, an operation on a thousand elements still spends most
 # of its time on fixed costs, and so would a program made of many of them; an
 # all-threads time many times the one-thread time is the hand-off, a fixed cost on

@@ -252,6 +252,16 @@ if __name__ == "__main__":
     )
 
 # %%
+# Other work on the machine can decide the worker verdicts. The OS shares a busy CPU
+# among processes, so worker processes win the loader a larger share of it than the
+# main process alone gets, and workers can pay where on idle cores they do not; a
+# deeper prefetch queue then has less CPU to fill it with. This run's load:
+if __name__ == "__main__":
+    from effpt.machine import load_line
+
+    print(load_line())
+
+# %%
 # Images per second against workers, for both datasets, with the rate of the step fed
 # from memory (timed in the same rounds) as the ceiling: no loader makes the step
 # faster than that, so a point above the line is noise. The bars span the quartiles.

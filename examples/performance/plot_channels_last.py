@@ -296,6 +296,14 @@ _ = expect(
 )
 
 # %%
+# On a CPU, these verdicts turn on the vector instructions the convolutions may use:
+# where torch's kernels and oneDNN may use AVX2 or wider, channels_last can come out
+# ahead; limited to torch's portable kernels and oneDNN's SSE4.1 code, NCHW can. The
+# same instructions set a convolution's time, against which the layout round trip
+# further down is measured. This machine's capability:
+print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
+
+# %%
 # The figure shows the same timings per image (left) and the speed-up with its interval
 # (right). Points above the dashed line at 1× mean channels_last was faster on this
 # machine; an interval that crosses it means the two could not be told apart. Where

@@ -501,6 +501,13 @@ if __name__ == "__main__":
     )
 
 # %%
+# The vector instructions decide that verdict: the compiled kernel's loops use the
+# widest set torch's capability allows, and with ``DEFAULT`` they are scalar. This
+# machine's:
+if __name__ == "__main__":
+    print(f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}")
+
+# %%
 # The cache across processes
 # --------------------------
 # Inductor writes what it generates and builds into its cache folder: compiled graphs

@@ -363,6 +363,17 @@ _ = expect(
 )
 
 # %%
+# On a CPU, both verdicts turn on whether torch uses oneDNN's bfloat16 kernels there:
+# where it uses none, ``"medium"`` has no bfloat16 path to take, runs as
+# ``"highest"`` and changes neither the error nor the time. This machine's side:
+if device.type == "cpu":
+    from effpt.machine import bfloat16_support
+
+    print(bfloat16_support())
+else:
+    print(f"on {device.type}, the CPU's bfloat16 kernels do not decide these verdicts")
+
+# %%
 # Newer torch also has per-backend switches, such as
 # ``torch.backends.cuda.matmul.fp32_precision = "tf32"`` and
 # ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``; PyTorch's CUDA semantics notes

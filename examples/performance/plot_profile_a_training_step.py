@@ -410,6 +410,14 @@ _ = expect(
 )
 
 # %%
+# On a CPU, threads and kernels decide this share: one thread or portable kernels
+# raise it.
+print(
+    f"intra-op threads: {torch.get_num_threads()}; "
+    f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}"
+)
+
+# %%
 # Memory
 # ------
 # With ``profile_memory=True`` the profiler also records every allocation and every
@@ -504,5 +512,4 @@ assert any(frame.startswith("nn.Module: Linear_") for frame in frames), sorted(f
 #
 # `PyTorch's profiler recipe
 # <https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html>`__
-# introduces the same API (the tables, ``record_function``, memory, stacks, schedules
-# and traces); this page measures what it shows on the machine that built it.
+# introduces the same API; this page measures it.
