@@ -22,8 +22,6 @@ Activation checkpointing keeps only the inputs of chosen parts of the model and 
 parts' forward pass again during the backward pass. This page counts the bytes autograd
 keeps with and without checkpoints, checks that the gradients do not change by a single
 bit, measures the time the recomputation costs, and chooses where to put the checkpoints.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_activation_checkpointing.py``.
 """
 
 # %%
@@ -341,27 +339,24 @@ import os
 
 if hasattr(os, "getloadavg"):
     print(f"load average, last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = compare(
-            f"training step of {depth} blocks, 1 thread",
-            {name: steps[name] for name in ("no checkpoints", "every block")},
-            device=device,
-        )
-        _ = expect(  # inside, so that the machine it names has one thread
-            "checkpointing every block makes a training step slower, on one thread",
-            speedup(one[1], one[0]),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timing above is the one-thread timing")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+from effpt.bench import on_one_thread
+
+one = on_one_thread(
+    lambda: compare(
+        f"training step of {depth} blocks, 1 thread",
+        {name: steps[name] for name in ("no checkpoints", "every block")},
+        device=device,
+    ),
+    device,
+)
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
+    _ = expect(
+        "checkpointing every block makes a training step slower, on one thread",
+        speedup(timed[1], timed[0]),
+        above=1.0,
+        device=one_thread,  # the machine as it ran: one thread
+    )
 
 # %%
 # Peak memory

@@ -24,8 +24,6 @@ small CNN and its input, checks which operations keep the layout and that the re
 agree, then measures on this build's device whether the layout pays and what a conversion
 costs. Some facts come from PyTorch's tutorial
 `Channels Last Memory Format in PyTorch <https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html>`__.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_channels_last.py``.
 """
 
 # %%
@@ -140,8 +138,8 @@ assert nhwc[1].weight.stride() == (1,) and nhwc[-1].weight.is_contiguous()
 # keep it, while a softmax over the channels and a layer norm return a contiguous
 # (NCHW) tensor: the next convolution then pays a conversion back.
 #
-# The page asserts the same of CUDA, but an assertion checks only the device a run
-# has: the line under the table names the one this run checked. Apple's MPS kernels
+# On CUDA the page asserts that the first five keep it too, but an assertion checks only
+# the device a run has: the line under the table names the one this run checked. Apple's MPS kernels
 # have changed their support for this layout from one torch release to the next (some
 # fixes concerned wrong results), so on MPS the table shows what that build does and
 # the page asserts nothing.
@@ -298,6 +296,14 @@ _ = expect(
 )
 
 # %%
+# On a CPU, these verdicts turn on the vector instructions the convolutions may use:
+# where torch's kernels and oneDNN may use AVX2 or wider, channels_last can come out
+# ahead; limited to torch's portable kernels and oneDNN's SSE4.1 code, NCHW can. The
+# same instructions set a convolution's time, against which the layout round trip
+# further down is measured. This machine's capability:
+print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
+
+# %%
 # The figure shows the same timings per image (left) and the speed-up with its interval
 # (right). Points above the dashed line at 1× mean channels_last was faster on this
 # machine; an interval that crosses it means the two could not be told apart. Where
@@ -336,23 +342,17 @@ plt.show()
 # threads, and not equally well (:doc:`/explanations/timing`), so the largest batch is
 # timed again on one thread (restored afterwards). Differing verdicts mean the
 # threads, or other work on the machine, changed the outcome.
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = time_forward(batches[-1], ", 1 thread")
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
-            speedup(*one),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timings above are the one-thread timings")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+from effpt.bench import on_one_thread
+
+one = on_one_thread(lambda: time_forward(batches[-1], ", 1 thread"), device)
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
+    _ = expect(
+        f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
+        speedup(*timed),
+        above=1.0,
+        device=one_thread,  # the machine as it ran: one thread
+    )
 
 # %%
 # Training: forward and backward

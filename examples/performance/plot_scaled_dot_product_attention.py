@@ -27,8 +27,6 @@ function in one call, and lets PyTorch pick a fused kernel that need not store t
 matrix. This page checks that the two agree, with masks, causal attention and dropout;
 times both and counts their memory as the sequence grows; shows which kernel ran; and
 ends with FlexAttention, which takes variants of attention written as Python functions.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_scaled_dot_product_attention.py``.
 """
 
 # %%
@@ -231,28 +229,21 @@ _ = expect(
 # On one thread there is no pool to split the work, so the comparison is between the
 # two kernels alone. Where the device is a GPU, or the CPU runs one thread already,
 # the cell says so instead.
-if device.type == "cpu" and threads > 1:
-    torch.set_num_threads(1)
-    try:
-        records = compare(
-            f"attention, L={max_len}, 1 thread",
-            both(q, k, v),
-            device=device,
-            budget_s=0.3,
-        )
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"SDPA beats attention written by hand at L={max_len} ({dtype}, 1 thread)",
-            speedup(records[0], records[1]),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("PyTorch runs one thread here: the comparison above is the one-thread one")
-else:
-    print(
-        f"on {device.type} the CPU's thread pool does not run the kernels: no one-thread comparison"
+from effpt.bench import on_one_thread
+
+one = on_one_thread(
+    lambda: compare(
+        f"attention, L={max_len}, 1 thread", both(q, k, v), device=device, budget_s=0.3
+    ),
+    device,
+)
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
+    _ = expect(
+        f"SDPA beats attention written by hand at L={max_len} ({dtype}, 1 thread)",
+        speedup(timed[0], timed[1]),
+        above=1.0,
+        device=one_thread,  # the machine as it ran: one thread
     )
 
 # %%
