@@ -354,7 +354,6 @@ def test_every_page_gets_a_text_copy_with_its_code_and_llms_txt_lists_it(tmp_pat
     )
 
 
-
 def test_the_text_copy_reads_the_resolved_page_without_copying_it(tmp_path, monkeypatch):
     """Copying every doctree before writing its text was over half of the text copies'
     time in a cold Chinese build; the text writer only reads the tree."""
@@ -391,6 +390,7 @@ def test_the_text_copy_reads_the_resolved_page_without_copying_it(tmp_path, monk
     assert doctree.pformat() == before  # the tree is left as it was
     assert text == (out / "index.txt").read_text(encoding="utf-8")
     assert "Text inside a card." in text
+
 
 def test_llms_txt_describes_again_only_the_pages_read_again(tmp_path, monkeypatch):
     import traceback
