@@ -384,7 +384,7 @@ def test_the_text_copy_reads_the_resolved_page_without_copying_it(tmp_path, monk
     app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, warningiserror=True)
     app.build()
     assert copied == []
-    doctree = app.env.get_and_resolve_doctree("index", app.builder)
+    doctree = app.env.get_and_resolve_doctree("index", app.builder, tags=app.tags)
     before = doctree.pformat()
     text = plain_text.text_of(app.builder, doctree)
     assert doctree.pformat() == before  # the tree is left as it was
