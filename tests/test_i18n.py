@@ -250,3 +250,22 @@ def test_chinese_search_loads_its_dictionary_at_the_first_split_only(monkeypatch
         ("cut", "性能分析器"),
     ]
     assert language.language_name == "English"  # the stemmer it ships (sphinx-doc/sphinx#14229)
+
+
+def test_chinese_search_splits_each_distinct_text_once(monkeypatch):
+    """A cold Chinese build splits ~150,000 texts, most of them a code cell's tokens seen
+    before; jieba cuts each distinct text once, and the words, and the Latin terms the
+    stemmer consults, are the ones Sphinx's own split gives."""
+    from sphinx.search import zh
+
+    cuts = []
+    real_cut = zh.cut_for_search
+    monkeypatch.setattr(zh, "cut_for_search", lambda text: cuts.append(text) or real_cut(text))
+    language = i18n.chinese_search_language()({"dict": ""})
+    reference = zh.SearchChinese({"dict": ""})
+    texts = ["批次大小 torch.compile", "x", "批次大小 torch.compile", "x", "性能分析器 step_2"]
+    expected = [reference.split(t) for t in texts]
+    cuts.clear()
+    assert [language.split(t) for t in texts] == expected
+    assert language.latin_terms == reference.latin_terms
+    assert cuts == ["批次大小 torch.compile", "x", "性能分析器 step_2"]  # each distinct text once

@@ -34,15 +34,18 @@ import math
 import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from effpt._stats import median_interval
 from effpt._validate import finite_float, read_json_lines
-from effpt.device import this_machine
 from effpt.machine import Machine
 from effpt.records import Ratio
+
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported where a measurement names its device (_machine), not at import:
+# reading expectation records (the site's build does) needs no torch.
 
 __all__ = [
     "EXPECTATIONS_ENV",
@@ -297,6 +300,10 @@ def _machine(statement: str, device: object) -> Machine:
     """The machine ``device`` names: a Machine as it is, else this machine's for that device."""
     if isinstance(device, Machine):
         return device
+    import torch  # noqa: PLC0415  (see the imports above)
+
+    from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
+
     if isinstance(device, (str, torch.device)) and not isinstance(device, bool):
         return this_machine(device)
     msg = (

@@ -19,7 +19,6 @@ from sphinx import addnodes
 from sphinx.errors import ExtensionError
 from sphinx.util.nodes import nested_parse_with_titles
 
-from effpt.device import this_machine
 from effpt.machine import Machine
 from effpt_site.i18n import freeze, language_of, lookup, translate
 from effpt_site.images import card_picture
@@ -123,6 +122,8 @@ class BuildStampDirective(Directive):
     has_content = False
 
     def run(self):
+        from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
+
         language = language_of(self.state.document.settings.env.app)
         text = build_stamp(this_machine(), datetime.now(timezone.utc), language)
         paragraph = nodes.paragraph(classes=["effpt-build-stamp"])
@@ -193,6 +194,8 @@ def write_build_info(app, exception) -> None:
     """
     if exception is not None or app.builder.format != "html" or language_of(app) != "en":
         return
+    from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
+
     machine = this_machine()
     info = {
         "built": build_stamp(machine, datetime.now(timezone.utc)),

@@ -5,6 +5,10 @@ the default dtype, grad mode, thread count, compiled-graph caches, warning filte
 :func:`reset_state` puts all of it back before each example (and restores the build's
 own warning filters after it). Everything reset is listed in :data:`RESET_STATE`, in
 one place, so a reader can see what a page may rely on.
+
+torch is imported by the first hook that runs, not with this module: docs/conf.py and
+sphinx-gallery import it at every build, and a build that executes no page (the
+Chinese pass, a rebuild with nothing changed) needs no torch for it.
 """
 
 from __future__ import annotations
@@ -18,10 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from effpt.claims import CLAIMS_ENV
-from effpt.device import this_machine
 from effpt.expect import EXPECTATIONS_ENV
 from effpt.records import RECORDS_ENV
 from effpt_site.outputs import (
@@ -49,14 +51,31 @@ RESET_STATE = (
     "matplotlib's rcParams (sphinx-gallery's own 'matplotlib' reset)",
 )
 
-_BUILD_THREADS = torch.get_num_threads()
+#: torch's intra-op thread count when the first page was about to run (see _torch).
+_BUILD_THREADS: int | None = None
 _saved_filters: list[tuple[Any, ...]] = []
 #: torch's CUDA allocator statistics when the page started (see _stamp_device_used).
 _gpu_start: dict[str, Any] = {}
 #: The allocator's count of the blocks it has handed out since the process started.
 _ALLOCATIONS = "allocation.all.allocated"
 #: torch's own reset of the peak statistics; a page's call goes through _reset_keeping_peak.
-_RESET_PEAK = torch.cuda.reset_peak_memory_stats
+_RESET_PEAK: Any = None
+
+
+def _torch():
+    """torch, imported at the first hook; notes its thread count and its peak reset then.
+
+    Before the first page nothing has changed torch's thread count, so it is the
+    build's as it was when the build started.
+    """
+    global _BUILD_THREADS, _RESET_PEAK  # noqa: PLW0603  (noted once, at the first hook)
+    import torch  # noqa: PLC0415  (see the module's docstring)
+
+    if _BUILD_THREADS is None:
+        _BUILD_THREADS = torch.get_num_threads()
+    if _RESET_PEAK is None:
+        _RESET_PEAK = torch.cuda.reset_peak_memory_stats
+    return torch
 
 
 def _reset_keeping_peak(device: Any = None) -> None:
@@ -66,6 +85,7 @@ def _reset_keeping_peak(device: Any = None) -> None:
     way); the page's own peak, which the build reads after it, must not lose what came
     before. The build installs this in ``torch.cuda`` while a page runs.
     """
+    torch = _torch()
     dropped = torch.cuda.max_memory_allocated(device)
     _gpu_start["dropped"] = max(_gpu_start.get("dropped", 0), dropped)
     _RESET_PEAK(device)
@@ -144,6 +164,7 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
     True
     >>> reset_state({"gallery_dirs": "out", "src_dir": "."}, None, when="after")
     """
+    torch = _torch()
     if when == "after":
         os.environ.pop(RECORDS_ENV, None)
         os.environ.pop(EXPECTATIONS_ENV, None)
@@ -191,6 +212,8 @@ def reset_state(gallery_conf: dict[str, Any], fname: str | None, when: str = "be
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("", encoding="utf-8")
             os.environ[env] = str(path)
+        from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
+
         stamp = {
             "executed_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": this_machine().to_dict(),
@@ -235,6 +258,9 @@ def _stamp_device_used(gallery_conf: dict[str, Any], stem: str) -> None:
     (:func:`torch.cuda.max_memory_allocated`, its peak statistics reset before the page),
     or the higher peak the page itself reset away (:func:`_reset_keeping_peak`).
     """
+    from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
+
+    torch = _torch()
     stamp = read_stamp(gallery_conf, stem)
     if stamp is None or not torch.cuda.is_available():
         return
@@ -253,5 +279,15 @@ def memory_is_measured() -> bool:
     On a CPU the process's resident memory belongs to the whole Sphinx build and rarely
     shrinks between pages, so its growth during one page is not that page's usage.
     The build then prints no memory figure rather than a wrong one.
+
+    docs/conf.py asks at every build. On Linux, CUDA needs the GPU driver's device file
+    (NVIDIA's ``/dev/nvidiactl``, ROCm's ``/dev/kfd``, WSL's ``/dev/dxg``): without one
+    the answer is no, and torch is not imported to say so.
     """
-    return torch.cuda.is_available()
+    if sys.platform == "linux" and not any(Path(p).exists() for p in GPU_DEVICE_FILES):
+        return False
+    return _torch().cuda.is_available()
+
+
+#: The device files through which torch reaches a GPU on Linux (see memory_is_measured).
+GPU_DEVICE_FILES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dxg")

@@ -50,11 +50,14 @@ class PlainTextTranslator(TextTranslator):
 
 
 def text_of(builder, doctree) -> str:
-    """A resolved doctree as plain text, as ``sphinx-build -b text`` would write it."""
-    document = doctree.deepcopy()
+    """A resolved doctree as plain text, as ``sphinx-build -b text`` would write it.
+
+    The text writer only reads the tree (no copy: copying each page's tree took longer
+    than writing its text), so the doctree is left as the HTML writer had it.
+    """
     # The text builder's translator, not the HTML builder's own (builder.create_translator).
-    translator = PlainTextTranslator(document, builder)
-    document.walkabout(translator)
+    translator = PlainTextTranslator(doctree, builder)
+    doctree.walkabout(translator)
     return translator.body
 
 

@@ -22,10 +22,7 @@ import re
 from functools import cache
 from urllib.parse import quote, urlencode
 
-import torch
-
 import effpt
-from effpt.device import describe
 from effpt.machine import Machine
 from effpt_site.i18n import language_of, translate
 from effpt_site.layout import example_pages, page_stem
@@ -87,7 +84,7 @@ def issue_url(
     machine: str,
     language: str = "en",
     effpt_version: str = effpt.__version__,
-    torch_version: str = torch.__version__,
+    torch_version: str | None = None,
 ) -> str:
     """The address of a new issue prefilled with what a maintainer needs to reproduce.
 
@@ -113,6 +110,10 @@ def issue_url(
     <BLANKLINE>
     What went wrong, and what did you expect?
     """
+    if torch_version is None:
+        import torch  # noqa: PLC0415  (only where a page is written: see effpt_site.hooks)
+
+        torch_version = torch.__version__
     body = "\n".join(
         [
             f"Page: {page}",
@@ -130,6 +131,8 @@ def issue_url(
 @cache
 def build_machine() -> str:
     """The machine line of this build (the device the gallery would run on)."""
+    from effpt.device import describe  # noqa: PLC0415  (imports torch)
+
     return describe()
 
 
