@@ -256,3 +256,12 @@ def test_a_page_stopped_while_it_ran_did_not_run(tmp_path):
     entry = evidence.pages_from_gallery(docs, root=root)["basics/plot_a"]
     assert entry["ran"] is False
     assert "did not finish" in entry["error"]
+
+
+FIXTURES = Path(__file__).resolve().parent / "evidence_fixtures"
+
+
+def test_the_hand_written_fixture_reads():
+    (data,) = evidence.read_all(FIXTURES).values()
+    assert data["standin"] == "fixture"
+    assert data["pages"]["fam/plot_a"]["expectations"][0]["verdict"] == "holds here"

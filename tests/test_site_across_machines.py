@@ -1,10 +1,11 @@
-"""Evidence records beside this build's run: the reader, the grid, each page's links.
+"""Evidence records beside this build's run (docs/_ext/effpt_site/across_machines.py).
 
-docs/_tools/evidence.py reads the records (docs/evidence/*.json) and names the file and
-field of a bad one; docs/_ext/effpt_site/across_machines.py makes this build and each
-record a column of the measurements page's grid and links each page's verdict lines
-to their rows. The records here are FIXTURES made by the tests (tests/evidence_fixtures
-holds one written by hand): none of them is a real machine's evidence.
+docs/_tools/evidence.py reads the records (docs/evidence/*.json; its tests, the
+hand-written fixture's included, are in tests/test_evidence.py); across_machines.py
+makes this build and each record a column of the measurements page's grid and links
+each page's verdict lines to their rows. The records here are FIXTURES made by the
+tests (tests/evidence_fixtures holds one written by hand): none of them is a real
+machine's evidence.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import evidence
 import pytest
 from minisite import build, family_of_one, one_page_gallery, stub_app
 from sphinx.errors import ExtensionError
@@ -23,7 +23,6 @@ from sphinx.errors import ExtensionError
 from effpt.expect import expect
 from effpt.machine import Machine
 from effpt_site import across_machines as across
-from effpt_site import messages
 from effpt_site.i18n import translator
 
 FIXTURES = Path(__file__).resolve().parent / "evidence_fixtures"
@@ -72,16 +71,8 @@ def write(folder: Path, name: str, data) -> Path:
     return path
 
 
-# -- the reader (docs/_tools/evidence.py) ---------------------------------------------
-
-
-def test_the_hand_written_fixture_reads():
-    (data,) = evidence.read_all(FIXTURES).values()
-    assert data["standin"] == "fixture"
-    assert data["pages"]["fam/plot_a"]["expectations"][0]["verdict"] == "holds here"
-
-
-# Damaged records, each named by file and field: tests/test_evidence.py, beside the reader.
+# The reader (docs/_tools/evidence.py) and its damaged records: tests/test_evidence.py.
+# The catalogue template of the records' statements: tests/test_site_messages.py.
 
 
 # -- the columns and cells (effpt_site/across_machines.py) ----------------------------
@@ -218,14 +209,6 @@ def test_a_record_of_a_page_that_no_longer_exists_is_reported_not_dropped(app, c
         across.report_unknown(app, None)
     assert f"{path} holds page 'fam/plot_gone', which the gallery no longer has" in caplog.text
     assert len(across.columns(app)) == 2  # the rest of the record still counts
-
-
-def test_the_catalogue_template_holds_the_records_statements(tmp_path):
-    write(tmp_path, "a", record(expectations=[_expectation("x beats y", 2.0)]))
-    write(
-        tmp_path, "b", record(expectations=[_expectation("x beats y", 0.5), _expectation("q", 2.0)])
-    )
-    assert messages.recorded_statements(tmp_path) == ["x beats y", "q"]
 
 
 def test_row_anchors_are_stable_and_distinct():

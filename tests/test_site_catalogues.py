@@ -82,3 +82,56 @@ def test_a_catalogue_read_as_another_syntax_is_checked_again(tmp_path):
     assert checked.check(path, "rst")[1] is True
     assert checked.check(path, "rst")[1] is False
     assert checked.check(path, "md")[1] is True
+
+
+# -- the page catalogues' checks (moved from the i18n tests) ----------------------------
+
+
+def test_a_good_catalogue_is_counted(tmp_path):
+    write_po(
+        tmp_path,
+        "plot_a.po",
+        'msgid "Use :func:`torch.sum` on ``x``."\nmsgstr "对 ``x`` 用 :func:`torch.sum`。"\n\n'
+        '#, fuzzy\nmsgid "Old text"\nmsgstr "旧文"\n\nmsgid "Not yet"\nmsgstr ""\n',
+    )
+    counts = catalogues.check_catalogues(tmp_path, "zh_CN")
+    assert (counts.translated, counts.fuzzy, counts.total) == (1, 1, 3)
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ('msgid "A"\nmsgstr "甲"\n\nmsgid "B"\nmsgstr "乙\n', 9),  # unclosed string
+        ('msgid "A"\nmsgstr "甲"\nnot a keyword\n', 7),
+        ('msgid "A"\nmsgid "B"\nmsgstr "乙"\n', 5),  # a msgid without its msgstr
+    ],
+)
+def test_a_syntax_error_names_the_file_and_line(tmp_path, body, line):
+    path = write_po(tmp_path, "plot_a.po", body)
+    with pytest.raises(ExtensionError, match=rf"{path}:{line}: this translation catalogue"):
+        catalogues.check_catalogues(tmp_path, "zh_CN")
+
+
+def test_markup_that_no_longer_matches_names_the_file_and_line(tmp_path):
+    body = (
+        'msgid "First."\nmsgstr "第一。"\n\n'
+        'msgid "Call :func:`torch.compile` once."\nmsgstr "调用一次 :func:`torch.jit.script`。"\n'
+    )
+    path = write_po(tmp_path, "plot_a.po", body)
+    with pytest.raises(ExtensionError, match=rf"{path}:8: the translation's reST markup"):
+        catalogues.check_catalogues(tmp_path, "zh_CN")
+
+
+def test_a_translated_link_text_is_fine_but_its_target_must_stay(tmp_path):
+    body = 'msgid "See :doc:`the timing page </explanations/timing>`."\nmsgstr "见 :doc:`计时一页 </explanations/timing>`。"\n'
+    write_po(tmp_path, "plot_a.po", body)
+    assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1
+
+
+def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
+    body = 'msgid "Read ``x.grad`` (the sum)."\nmsgstr "读取 ``x.grad``（总和）。"\n'
+    path = write_po(tmp_path, "plot_a.po", body)
+    with pytest.raises(ExtensionError, match=rf"{path}:5: the translation is not valid reST"):
+        catalogues.check_catalogues(tmp_path, "zh_CN")
+    path.write_text(HEADER + body.replace("``（", "``\\\\ （"), encoding="utf-8")
+    assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1

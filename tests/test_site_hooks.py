@@ -1,4 +1,7 @@
-"""The site's gallery hooks (docs/_ext/effpt_site): resets, warnings, memory, reading order."""
+"""The site's gallery hooks (docs/_ext/effpt_site/hooks.py): resets, warnings, memory, stamps.
+
+The reading order sphinx-gallery sorts by is layout.py's: tests/test_site_layout.py.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,6 @@ import torch
 from effpt import bench
 from effpt_site import hooks as gallery
 from effpt_site import outputs
-from effpt_site.layout import ReadingOrder
 
 
 @pytest.fixture
@@ -114,34 +116,6 @@ def test_the_stamp_says_when_and_where_and_the_gpu_peak_only_on_cuda(conf):
     else:
         assert "gpu_peak_mib" not in stamp  # no memory figure on a CPU (see memory_is_measured)
         assert not gallery.memory_is_measured()
-
-
-def test_reading_order_follows_the_header(tmp_path):
-    (tmp_path / "GALLERY_HEADER.rst").write_text(
-        "Title\n-----\n\nText.\n\n.. reading order:\n   plot_b.py\n   plot_a.py\n"
-    )
-    key = ReadingOrder(str(tmp_path))
-    assert sorted(["x/plot_a.py", "x/plot_b.py"], key=key) == ["x/plot_b.py", "x/plot_a.py"]
-    with pytest.raises(ValueError, match=r"plot_c\.py is not listed"):
-        key("x/plot_c.py")
-
-
-def test_reading_order_without_a_list_sorts_by_name(tmp_path):
-    key = ReadingOrder(str(tmp_path))
-    assert sorted(["plot_b.py", "plot_a.py"], key=key) == ["plot_a.py", "plot_b.py"]
-
-
-def test_a_listed_script_that_does_not_exist_stops_the_build(tmp_path):
-    from effpt_site.layout import reading_order
-
-    (tmp_path / "GALLERY_HEADER.rst").write_text(
-        "Title\n-----\n\nText.\n\n.. reading order:\n   plot_a.py\n   plot_gone.py\n"
-    )
-    (tmp_path / "plot_a.py").write_text('"""\nA\n=\n"""\n')
-    with pytest.raises(ValueError, match=r"lists plot_gone\.py .* no such script"):
-        reading_order(tmp_path)
-    (tmp_path / "plot_gone.py").write_text('"""\nGone\n====\n"""\n')
-    assert reading_order(tmp_path) == ["plot_a.py", "plot_gone.py"]
 
 
 def test_a_pages_stamp_stores_the_machines_fields(conf, monkeypatch):

@@ -1,4 +1,6 @@
-"""The Chinese edition's checks (docs/_ext/effpt_site/i18n.py) name the file and line."""
+"""The extension's own strings and the language switch and search of the Chinese edition
+(docs/_ext/effpt_site/i18n.py).
+"""
 
 from __future__ import annotations
 
@@ -7,85 +9,16 @@ from types import SimpleNamespace
 
 import jinja2
 import pytest
-from docutils.frontend import get_default_settings
-from docutils.parsers.rst import Parser
-from docutils.utils import new_document
 from sphinx.errors import ExtensionError
 from sphinx.search import _MINIFIED_JS_PATH
 
-from effpt import claims
-from effpt.expect import VERDICTS
 from effpt_site import (
-    across_machines,
     catalogues,
-    coverage,
-    expectations,
     i18n,
-    measurements,
     messages,
 )
 
 HEADER = 'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
-
-
-def write_po(tmp_path, body: str):
-    folder = tmp_path / "locale" / "zh_CN" / "LC_MESSAGES" / "auto_examples"
-    folder.mkdir(parents=True)
-    path = folder / "plot_a.po"
-    path.write_text(HEADER + body, encoding="utf-8")
-    return path
-
-
-def test_a_good_catalogue_is_counted(tmp_path):
-    write_po(
-        tmp_path,
-        'msgid "Use :func:`torch.sum` on ``x``."\nmsgstr "对 ``x`` 用 :func:`torch.sum`。"\n\n'
-        '#, fuzzy\nmsgid "Old text"\nmsgstr "旧文"\n\nmsgid "Not yet"\nmsgstr ""\n',
-    )
-    counts = catalogues.check_catalogues(tmp_path, "zh_CN")
-    assert (counts.translated, counts.fuzzy, counts.total) == (1, 1, 3)
-
-
-@pytest.mark.parametrize(
-    ("body", "line"),
-    [
-        ('msgid "A"\nmsgstr "甲"\n\nmsgid "B"\nmsgstr "乙\n', 9),  # unclosed string
-        ('msgid "A"\nmsgstr "甲"\nnot a keyword\n', 7),
-        ('msgid "A"\nmsgid "B"\nmsgstr "乙"\n', 5),  # a msgid without its msgstr
-    ],
-)
-def test_a_syntax_error_names_the_file_and_line(tmp_path, body, line):
-    path = write_po(tmp_path, body)
-    with pytest.raises(ExtensionError, match=rf"{path}:{line}: this translation catalogue"):
-        catalogues.check_catalogues(tmp_path, "zh_CN")
-
-
-def test_markup_that_no_longer_matches_names_the_file_and_line(tmp_path):
-    body = (
-        'msgid "First."\nmsgstr "第一。"\n\n'
-        'msgid "Call :func:`torch.compile` once."\nmsgstr "调用一次 :func:`torch.jit.script`。"\n'
-    )
-    path = write_po(tmp_path, body)
-    with pytest.raises(ExtensionError, match=rf"{path}:8: the translation's reST markup"):
-        catalogues.check_catalogues(tmp_path, "zh_CN")
-
-
-def test_a_translated_link_text_is_fine_but_its_target_must_stay(tmp_path):
-    body = 'msgid "See :doc:`the timing page </explanations/timing>`."\nmsgstr "见 :doc:`计时一页 </explanations/timing>`。"\n'
-    write_po(tmp_path, body)
-    assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1
-
-
-def test_page_coverage_counts_what_sphinx_translated():
-    document = new_document("page.rst", get_default_settings(Parser))
-    Parser().parse("Title\n=====\n\nFirst paragraph.\n\nSecond paragraph.\n", document)
-    for node in document.findall(lambda n: n.tagname == "paragraph"):
-        node.source = "page.rst"
-    paragraphs = list(document.findall(lambda n: n.tagname == "paragraph"))
-    paragraphs[0]["translated"] = True
-    counted = coverage.page_coverage(document)
-    assert counted.translated == 1
-    assert counted.total >= 2
 
 
 def test_the_extension_strings_come_from_their_catalogue(tmp_path, monkeypatch):
@@ -113,61 +46,6 @@ def _template_ids() -> set[str]:
     return {message.id for message in messages.template() if message.id}
 
 
-#: Calls whose text is not a constant the extractor can follow, and why each is covered.
-FOLLOWED_ELSEWHERE = {
-    "text",  # a module's t(text), which passes its argument on: its callers are extracted
-    "message",  # the theme's translator: THEME_MESSAGES, marked with N_
-    "SWITCH_TITLES[other]",  # marked with N_
-    "c.text",  # effpt.claims's data: messages.template() adds each claim's text and source
-    "c.source",
-    "outcome.verdict",  # measurements.CLAIM_VERDICTS
-    "CELL_VERDICTS[e.verdict]",  # across_machines.CELL_VERDICTS, marked with N_
-    "e.verdict",  # expectations._ORDER
-}
-
-
-def test_every_string_the_extension_shows_is_in_the_template():
-    found, unresolved = messages.extract()
-    assert len(found) > 80
-    strange = {u.expression: u.where for u in unresolved if u.expression not in FOLLOWED_ELSEWHERE}
-    assert not strange, f"mark these strings with N_ where they are defined: {strange}"
-    ids = _template_ids()
-    shown = {claim.text for claim in claims.CLAIMS} | {claim.source for claim in claims.CLAIMS}
-    shown |= set(i18n.THEME_MESSAGES) | set(i18n.THEME_OPTIONS.values())
-    shown |= set(i18n.SWITCH_TITLES.values()) | set(expectations._ORDER)
-    shown |= set(across_machines.CELL_VERDICTS.values()) | set(measurements.CLAIM_VERDICTS)
-    assert not shown - ids, f"missing from the template: {shown - ids}"
-    assert set(expectations._ORDER) == set(VERDICTS)
-    assert claims.VERDICTS[:4] == measurements.CLAIM_VERDICTS  # the others show as "—"
-    assert set(across_machines.CELL_VERDICTS) == set(VERDICTS)
-
-
-def test_the_extractor_follows_a_variable_and_names_what_it_cannot(tmp_path):
-    (tmp_path / "m.py").write_text(
-        "LABEL = 'Label'\n"
-        "def f(language, obj, c):\n"
-        "    text = 'One' if c else 'Two'\n"
-        "    return translate(language, text) + translate(language, LABEL) + t(obj.name)\n",
-        encoding="utf-8",
-    )
-    found, unresolved = messages.extract(tmp_path)
-    assert [m.text for m in found] == ["One", "Two", "Label"]
-    assert [(u.expression, u.where) for u in unresolved] == [("obj.name", "m.py:4")]
-
-
-def test_the_gettext_builder_writes_the_template(tmp_path):
-    from babel.messages.pofile import read_po
-
-    app = SimpleNamespace(
-        builder=SimpleNamespace(name="gettext"),
-        outdir=str(tmp_path),
-        config=SimpleNamespace(project="Effective PyTorch", version="0.2"),
-    )
-    messages.write_template(app, None)
-    with (tmp_path / "effpt_site.pot").open("rb") as f:
-        assert {m.id for m in read_po(f) if m.id} == _template_ids()
-
-
 def test_the_chinese_catalogue_holds_the_template_all_translated():
     path = i18n.catalogue_of("zh_CN")
     catalogue = {m.id: m for m in catalogues.read_catalogue(path) if m.id}
@@ -177,15 +55,6 @@ def test_the_chinese_catalogue_holds_the_template_all_translated():
     untranslated = sorted(k for k, m in catalogue.items() if m.fuzzy or not m.string)
     assert not untranslated, f"translate these in {path}: {untranslated}"
     assert catalogues.check_catalogue(path).translated == len(ids)
-
-
-def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
-    body = 'msgid "Read ``x.grad`` (the sum)."\nmsgstr "读取 ``x.grad``（总和）。"\n'
-    path = write_po(tmp_path, body)
-    with pytest.raises(ExtensionError, match=rf"{path}:5: the translation is not valid reST"):
-        catalogues.check_catalogues(tmp_path, "zh_CN")
-    path.write_text(HEADER + body.replace("``（", "``\\\\ （"), encoding="utf-8")
-    assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1
 
 
 @pytest.mark.parametrize(

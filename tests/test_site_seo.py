@@ -9,8 +9,12 @@ from __future__ import annotations
 import html
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from docutils import nodes
+
+from effpt_site import seo
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -133,3 +137,46 @@ def test_sitemap_still_lists_every_page_after_an_incremental_build(tmp_path):
     build(tmp_path, "en")
     out = build(tmp_path, "en", page=PAGES["en"].replace("noisy", "scattered"))
     assert sitemap(out) == [BASE["en"] + "index.html", BASE["en"] + "other.html"]
+
+
+# -- the description and the sitemap, function by function -------------------------------
+
+
+def _doctree(*children):
+    document = nodes.document(None, None)
+    section = nodes.section()
+    section += nodes.title(text="Title")
+    for child in children:
+        section += child
+    document += section
+    return document
+
+
+def test_description_is_the_first_paragraph_of_prose():
+    badge = nodes.paragraph(text="Verified on torch 2.6.0 to 2.15.0", classes=["effpt-badge"])
+    note = nodes.note()
+    note += nodes.paragraph(text="Go to the end to download the full example code.")
+    prose = nodes.paragraph(text="Autograd records the operations on tensors " * 10)
+    text = seo.describe_page("p", "P", _doctree(badge, note, prose), "Effective PyTorch")
+    assert text.startswith("Autograd records")
+    assert len(text) <= seo.DESCRIPTION_CHARS
+    assert text.endswith("…")
+
+
+def test_pages_without_prose_are_described_by_what_they_are():
+    assert "Search" in seo.describe_page("search", "Search", None, "X")
+    assert seo.describe_page("other", "Other", _doctree(), "X") == "Other: a page of X."
+
+
+def test_sitemap_lists_every_page(tmp_path):
+    builder = SimpleNamespace(format="html", get_target_uri=lambda doc: f"{doc}.html")
+    app = SimpleNamespace(
+        builder=builder,
+        outdir=str(tmp_path),
+        config=SimpleNamespace(html_baseurl="https://effpt.github.io/effpt/"),
+        env=SimpleNamespace(found_docs={"index", "auto_examples/basics/plot_x"}),
+    )
+    seo.write_sitemap(app, None)
+    text = (tmp_path / "sitemap.xml").read_text(encoding="utf-8")
+    assert "<loc>https://effpt.github.io/effpt/index.html</loc>" in text
+    assert "<loc>https://effpt.github.io/effpt/auto_examples/basics/plot_x.html</loc>" in text

@@ -1,0 +1,73 @@
+"""Related pages and the index of torch names (docs/_ext/effpt_site/related.py)."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+
+@pytest.fixture(scope="module")
+def conf():
+    """docs/conf.py's settings, read as Sphinx reads them (no network probe)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EFFPT_INTERSPHINX", "0")
+    try:
+        return runpy.run_path(str(DOCS / "conf.py"))
+    finally:
+        mp.undo()
+
+
+@pytest.fixture(scope="module")
+def site_app(conf):
+    config = SimpleNamespace(
+        sphinx_gallery_conf=conf["sphinx_gallery_conf"], effpt_families=conf["effpt_families"]
+    )
+    return SimpleNamespace(srcdir=str(DOCS), config=config)
+
+
+# -- Related pages and the index of torch names ------------------------------------------
+
+
+def test_related_pages_are_other_gallery_pages_of_this_site(site_app):
+    from effpt_site import related
+
+    paths = related.scripts(site_app)
+    assert all(path.is_file() for path in paths.values())
+    recommended = related.recommend(paths)
+    assert set(recommended) == set(paths)
+    for doc, others in recommended.items():
+        assert len(others) == min(related.RELATED, len(paths) - 1)
+        assert doc not in others
+        assert set(others) <= set(paths)
+
+
+def test_torch_index_keeps_torch_names_and_maps_them_to_pages(tmp_path):
+    from effpt_site import related
+
+    docs = tmp_path / "docs"
+    target = docs / "auto_examples" / "basics"
+    entry = ["plot_a.py", str(tmp_path / "examples" / "basics"), str(target), "i", "A"]
+    other = ["plot_b.py", str(tmp_path / "examples" / "basics"), str(target), "i", "B"]
+    backrefs = {
+        "torch.cat": [other, entry],
+        "torch.nn.Linear": [entry],
+        "torchvision.io": [entry],  # not torch itself
+        "torch.Adam": [entry],  # shortened past what exists (torch.optim.Adam)
+        "torch.nn.modules.loss._WeightedLoss": [entry],  # private
+        "effpt.bench.compare": [entry],
+    }
+    assert related.torch_uses(backrefs, docs) == {
+        "torch.cat": ["auto_examples/basics/plot_a", "auto_examples/basics/plot_b"],
+        "torch.nn.Linear": ["auto_examples/basics/plot_a"],
+    }
+
+
+def test_the_gallery_records_torch_names(conf):
+    assert "torch" in conf["sphinx_gallery_conf"]["doc_module"]
+    assert conf["sphinx_gallery_conf"]["backreferences_dir"]
