@@ -72,6 +72,23 @@ def test_the_start_method_is_the_one_asked_for(tmp_path, method):
     assert run.how == f"start method {method}"
 
 
+def test_a_page_runs_as_sphinx_gallery_runs_it_without_a_file(tmp_path):
+    """sphinx-gallery executes a page's code in a dict of globals with no ``__file__``."""
+    code = "print(__name__, '__file__' in globals())\n"
+    script = page(tmp_path, code)
+    run = run_page(script, tmp_path / "gallery", as_gallery=True, timeout_s=60)
+    assert run.ok, run.failure()
+    assert run.stdout.strip() == "__main__ False"
+    assert run.how == "as sphinx-gallery runs it"
+    spawned = run_page(
+        script, tmp_path / "spawned", as_gallery=True, start_method="spawn", timeout_s=60
+    )
+    assert spawned.stdout.strip() == "__main__ False"
+    assert spawned.how == "as sphinx-gallery runs it, start method spawn"
+    plain = run_page(script, tmp_path / "plain", timeout_s=60)
+    assert plain.stdout.strip() == "__main__ True"
+
+
 def test_a_missing_module_names_the_install_line(tmp_path):
     script = page(tmp_path, "import not_a_module_anyone_installs\n")
     run = run_page(script, tmp_path / "alone", timeout_s=60)

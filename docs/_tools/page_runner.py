@@ -11,7 +11,9 @@ What every run gets:
 
 * the page copied alone into an empty folder, run there as ``python plot_x.py`` (or,
   when a start method, the warning policy or a warning log is asked for, through a
-  small bootstrap that then runs the page as ``__main__`` exactly as ``python`` would);
+  small bootstrap that then runs the page as ``__main__`` exactly as ``python`` would;
+  or, with ``as_gallery``, as sphinx-gallery runs it: its code executed in a fresh dict
+  of globals named ``__main__``, with no ``__file__``);
 * a clean environment: this process's variables without ``PYTHON*``, ``EFFPT_*``,
   ``VIRTUAL_ENV`` and ``NOX_*`` and without ``PATH`` entries inside the repository
   (nothing of the repository or of nox leaks into the page), plus ``MPLBACKEND=Agg``
@@ -56,8 +58,9 @@ CLAIMS_NAME = "claims.jsonl"
 STARTS_PROCESSES = re.compile(r"num_workers\s*=\s*[1-9a-z]|multiprocessing|torch\.distributed")
 START_METHODS = ("fork", "forkserver", "spawn")
 
-# Runs a page as `python plot_x.py` would, after choosing the start method, applying the
-# site's warning policy and logging shown warnings, as asked in the JSON of argv[1].
+# Runs a page as `python plot_x.py` would (or, with as_gallery, as sphinx-gallery does:
+# no __file__), after choosing the start method, applying the site's warning policy and
+# logging shown warnings, as asked in the JSON of argv[1].
 BOOTSTRAP = r"""
 import json, runpy, sys
 options = json.loads(sys.argv[1])
@@ -75,7 +78,12 @@ if options.get("warnings_log"):
                                   "where": f"{filename}:{lineno}"}) + "\n")
     warnings.showwarning = record
 sys.argv = sys.argv[2:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+if options.get("as_gallery"):
+    with open(sys.argv[0], encoding="utf-8") as page:
+        code = compile(page.read(), sys.argv[0], "exec")
+    exec(code, {"__name__": "__main__"})
+else:
+    runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
@@ -178,6 +186,7 @@ def run_page(
     start_method: str | None = None,
     warning_policy: bool = False,
     warnings_log: Path | None = None,
+    as_gallery: bool = False,
     timeout_s: float = 900,
 ) -> PageRun:
     """Copy ``script`` alone into the empty ``folder`` and run it there with ``python``.
@@ -186,6 +195,8 @@ def run_page(
     ``warning_policy`` the site's warning policy (docs/_ext) applies, as in the docs
     build: ``docs/_ext`` goes on the page's ``PYTHONPATH``, nothing else of the
     repository. ``warnings_log`` collects the warnings shown (not raised) as JSON lines.
+    With ``as_gallery`` the page runs as the docs build and a notebook run it: without a
+    ``__file__``, so a page whose workers re-import it by path would fail here too.
     A run that outlives ``timeout_s`` is ended with every process it started.
     """
     script = Path(script).resolve()
@@ -207,12 +218,15 @@ def run_page(
         "start_method": start_method,
         "warning_policy": warning_policy,
         "warnings_log": str(warnings_log) if warnings_log else None,
+        "as_gallery": as_gallery,
     }
     if any(options.values()):
         command = [python, "-c", BOOTSTRAP, json.dumps(options), script.name]
     else:
         command = [python, script.name]
-    how = f"start method {start_method}" if start_method else f"python {script.name}"
+    hows = ["as sphinx-gallery runs it"] if as_gallery else []
+    hows += [f"start method {start_method}"] if start_method else []
+    how = ", ".join(hows) or f"python {script.name}"
     began = time.perf_counter()
     # Its own session, so that a timeout ends the workers and ranks the page started too.
     with subprocess.Popen(
