@@ -1,5 +1,6 @@
 """Make the site's own Sphinx extension (docs/_ext/effpt_site) and the page runner
-(docs/_tools/page_runner.py) importable by the tests.
+(docs/_tools/page_runner.py) importable by the tests; ``built_site``, the one small real
+build of the site's tests (tests/test_site_build.py asserts on it).
 
 tests/reader holds the reader's test, which needs an environment built from effpt's
 wheel (``nox -s reader`` makes it and names its interpreter in EFFPT_READER_PYTHON);
@@ -12,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 collect_ignore = [] if os.environ.get("EFFPT_READER_PYTHON") else ["reader"]
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -19,3 +22,26 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 for folder in (DOCS / "_ext", DOCS / "_tools"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """One small real build, made once per test session: ``sphinx-build`` of a one-page
+    gallery (tests/minisite.py) whose page sphinx-gallery really executes, with the site's
+    extension modules in BUILT_EXTENSIONS. Returns ``(docs, html)``: the source folder
+    (with what the run left there) and the HTML output. Tests only read it."""
+    from minisite import BUILT_EXTENSIONS, BUILT_PAGE, build, one_page_gallery
+
+    root = tmp_path_factory.mktemp("built_site")
+    docs = one_page_gallery(
+        root,
+        "plot_sum.py",
+        BUILT_PAGE,
+        extensions=BUILT_EXTENSIONS,
+        pages={"measurements": "Measurements\n============\n\n.. effpt-expectations::\n"},
+        conf_extra='effpt_evidence_dir = "records"',
+    )
+    (docs / "records").mkdir()
+    html = root / "html"
+    build(docs, html)
+    return docs, html

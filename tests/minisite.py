@@ -3,7 +3,8 @@
 Several test files check what a module of docs/_ext/effpt_site does to a page that
 sphinx-gallery really executed. They differ in the page, the extensions and a few
 settings; the project around the page (examples folder, family ``fam``, conf.py,
-index) is this one.
+index) is this one. BUILT_PAGE and BUILT_EXTENSIONS make the one small real build that
+is made once per test session (``built_site`` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,39 @@ sphinx_gallery_conf = {{
 def setup(app):
     app.add_config_value("effpt_families", ["fam"], "env")
 """
+
+
+#: The page of the one small real build (``built_site`` in tests/conftest.py;
+#: tests/test_site_build.py asserts on it).
+BUILT_PAGE = '''"""
+Sum faster
+==========
+
+This page compares two sums and prints what it measured.
+"""
+
+from effpt.expect import expect
+
+print("the sum of 1..10 is", sum(range(11)))
+_ = expect("the fixture sum beats the loop", (2.0, 1.9, 2.1), above=1.0, device="cpu")
+
+# %%
+# Summary
+# -------
+#
+# The verdict is printed.
+'''
+
+#: The site's modules that the one small real build loads (those that need no theme).
+BUILT_EXTENSIONS = [
+    "sphinx_gallery.gen_gallery",
+    "effpt_site.compat",
+    "effpt_site.page_checks",
+    "effpt_site.decorations",
+    "effpt_site.expectations",
+    "effpt_site.across_machines",
+    "effpt_site.verdict_box",
+]
 
 
 def family_of_one(root: Path, script: str = '"""\nA\n=\n"""\n') -> Path:
