@@ -1,7 +1,7 @@
 """The gallery's cards carry the page's title and their names where they are made
 (docs/_ext/effpt_site/thumbnails.py).
 
-The test builds a small Sphinx project with only the modules that make the markup, so a
+The card test builds a small Sphinx project with only the modules that make the markup, so a
 name that some later rewrite of the written HTML supplies would not count.
 """
 
@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from sphinx.errors import ExtensionError
+
+from effpt_site.thumbnails import introduction, script_of
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -100,3 +104,33 @@ def test_gallery_card_has_the_page_title_in_the_builds_language_and_names_its_li
     assert f'<div class="sphx-glr-thumbnail-title">{title}</div>' in card
     if language != "en":
         assert "Fit a line" not in card
+
+
+# -- the card's source and its errors ------------------------------------------------------
+
+
+def _gallery_app(tmp_path, examples, gallery):
+    conf = {"examples_dirs": examples, "gallery_dirs": gallery}
+    return SimpleNamespace(srcdir=str(tmp_path), config=SimpleNamespace(sphinx_gallery_conf=conf))
+
+
+def test_a_card_finds_its_script_in_whichever_gallery_it_belongs_to(tmp_path):
+    app = _gallery_app(tmp_path, ["../examples", "../more"], ["auto", "auto_more"])
+    assert script_of(app, "auto/fam/plot_a") == tmp_path / "../examples" / "fam" / "plot_a.py"
+    assert script_of(app, "auto_more/x/plot_b") == tmp_path / "../more" / "x" / "plot_b.py"
+    one = _gallery_app(tmp_path, "../examples", "auto")  # sphinx-gallery also takes strings
+    assert script_of(one, "auto/fam/plot_a") == tmp_path / "../examples" / "fam" / "plot_a.py"
+
+
+def test_a_card_linking_outside_the_gallery_fails_naming_the_page(tmp_path):
+    app = _gallery_app(tmp_path, ["../examples"], ["auto"])
+    with pytest.raises(ExtensionError, match=r"'automatic/plot_a' is not a page of the gallery"):
+        script_of(app, "automatic/plot_a")  # shares a prefix with "auto", not its folder
+
+
+def test_the_tooltip_is_the_first_paragraph_of_the_docstring(tmp_path):
+    script = tmp_path / "plot_line.py"
+    script.write_text(SCRIPT.replace("its slope.", "its slope.\n\nA second paragraph."))
+    assert introduction(script) == (
+        "This page fits a straight line to noisy points and prints its slope."
+    )
