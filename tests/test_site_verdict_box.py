@@ -1,7 +1,7 @@
 """The verdict box (docs/_ext/effpt_site/verdict_box.py): after each output that prints
 expectations, each one's bound, this build's value and verdict, and how it fared elsewhere.
 
-The one-page site in tests/test_site_evidence.py checks the box end to end in both
+The one-page site in tests/test_site_across_machines.py checks the box end to end in both
 languages; these tests check which output gets a box and what the box holds.
 """
 
