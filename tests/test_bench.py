@@ -352,3 +352,16 @@ def test_on_one_thread_restores_the_threads_when_the_run_raises():
 def test_on_one_thread_refuses_what_it_cannot_call():
     with pytest.raises(TypeError, match="run must be callable, got int"):
         bench.on_one_thread(3, "cpu")
+
+
+@pytest.mark.parametrize("call", ["time_callable", "compare"])
+def test_device_is_required(call):
+    """A timing names the device it ran on: left out, or None, is an error naming device=."""
+    run = {
+        "time_callable": lambda **kw: bench.time_callable(lambda: None, repeats=1, **kw),
+        "compare": lambda **kw: bench.compare("t", {"a": lambda: None}, repeats=1, show=False, **kw),
+    }[call]
+    with pytest.raises(TypeError, match="device"):
+        run()
+    with pytest.raises(TypeError, match=r"device= must name the device .* got None"):
+        run(device=None)
