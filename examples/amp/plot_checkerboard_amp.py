@@ -258,30 +258,28 @@ _ = expect(
 # On a CPU the intra-op thread pool splits each large operation over the cores, above
 # a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
 # explains the pool and the load average). So on a CPU with several threads the same
-# two steps are timed again on one thread (restored afterwards); if the two verdicts
-# differ, the thread pool decided the first one, not the arithmetic. The first line
-# prints the load average where the OS reports it.
+# two steps are timed again on one thread by :func:`effpt.bench.on_one_thread`, which
+# restores the thread count afterwards and prints why it does not run on a GPU or a
+# single thread; if the two verdicts differ, the thread pool decided the first one, not
+# the arithmetic. The first line prints the load average where the OS reports it.
 import os
+
+from effpt.bench import on_one_thread
 
 if hasattr(os, "getloadavg"):
     print(f"load average, last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = compare(f"checkerboard step, {size}×{size}, 1 thread", steps_fn, device=device)
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
-            speedup(one[0], one[1]),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timing above is the one-thread timing")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+one = on_one_thread(
+    lambda: compare(f"checkerboard step, {size}×{size}, 1 thread", steps_fn, device=device),
+    device,
+)
+if one is not None:  # None: it printed why there is no one-thread run
+    one_thread, machine = one
+    _ = expect(
+        f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
+        speedup(one_thread[0], one_thread[1]),
+        above=1.0,
+        device=machine,  # the machine as measured: one thread
+    )
 
 # %%
 # A CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX) runs bfloat16 products in

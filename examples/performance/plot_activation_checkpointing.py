@@ -335,33 +335,31 @@ _ = expect(
 # The recomputed kernels gain from the intra-op thread pool as the rest of the step
 # does; each checkpoint's Python work does not, so the ratio can differ between one
 # thread and many (:doc:`/explanations/timing` explains the pool and the load average
-# printed first). The two steps are therefore timed again on one thread, restored
-# afterwards.
+# printed first). The two steps are therefore timed again on one thread by
+# :func:`effpt.bench.on_one_thread`, which restores the thread count afterwards and
+# prints why it does not run on a GPU or a single thread.
 import os
+
+from effpt.bench import on_one_thread
 
 if hasattr(os, "getloadavg"):
     print(f"load average, last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = compare(
-            f"training step of {depth} blocks, 1 thread",
-            {name: steps[name] for name in ("no checkpoints", "every block")},
-            device=device,
-        )
-        _ = expect(  # inside, so that the machine it names has one thread
-            "checkpointing every block makes a training step slower, on one thread",
-            speedup(one[1], one[0]),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timing above is the one-thread timing")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+one = on_one_thread(
+    lambda: compare(
+        f"training step of {depth} blocks, 1 thread",
+        {name: steps[name] for name in ("no checkpoints", "every block")},
+        device=device,
+    ),
+    device,
+)
+if one is not None:  # None: it printed why there is no one-thread run
+    one_thread, machine = one
+    _ = expect(
+        "checkpointing every block makes a training step slower, on one thread",
+        speedup(one_thread[1], one_thread[0]),
+        above=1.0,
+        device=machine,  # the machine as measured: one thread
+    )
 
 # %%
 # Peak memory

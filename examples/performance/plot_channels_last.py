@@ -334,25 +334,20 @@ plt.show()
 # %%
 # On a CPU both paths split their convolutions and layout copies over the intra-op
 # threads, and not equally well (:doc:`/explanations/timing`), so the largest batch is
-# timed again on one thread (restored afterwards). Differing verdicts mean the
-# threads, or other work on the machine, changed the outcome.
-if device.type == "cpu" and torch.get_num_threads() > 1:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        one = time_forward(batches[-1], ", 1 thread")
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
-            speedup(*one),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("this run has one thread: the timings above are the one-thread timings")
-else:
-    print(f"one-thread timing: CPU only, not run on {device.type}")
+# timed again on one thread by :func:`effpt.bench.on_one_thread`, which restores the
+# thread count afterwards and prints why it does not run on a GPU or a single thread.
+# Differing verdicts mean the threads, or other work on the machine, changed the outcome.
+from effpt.bench import on_one_thread
+
+one = on_one_thread(lambda: time_forward(batches[-1], ", 1 thread"), device)
+if one is not None:  # None: it printed why there is no one-thread run
+    one_thread, machine = one
+    _ = expect(
+        f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
+        speedup(*one_thread),
+        above=1.0,
+        device=machine,  # the machine as measured: one thread
+    )
 
 # %%
 # Training: forward and backward

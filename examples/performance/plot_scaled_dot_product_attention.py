@@ -229,30 +229,24 @@ _ = expect(
 
 # %%
 # On one thread there is no pool to split the work, so the comparison is between the
-# two kernels alone. Where the device is a GPU, or the CPU runs one thread already,
-# the cell says so instead.
-if device.type == "cpu" and threads > 1:
-    torch.set_num_threads(1)
-    try:
-        records = compare(
-            f"attention, L={max_len}, 1 thread",
-            both(q, k, v),
-            device=device,
-            budget_s=0.3,
-        )
-        _ = expect(  # inside, so that the machine it names has one thread
-            f"SDPA beats attention written by hand at L={max_len} ({dtype}, 1 thread)",
-            speedup(records[0], records[1]),
-            above=1.0,
-            device=device,
-        )
-    finally:
-        torch.set_num_threads(threads)
-elif device.type == "cpu":
-    print("PyTorch runs one thread here: the comparison above is the one-thread one")
-else:
-    print(
-        f"on {device.type} the CPU's thread pool does not run the kernels: no one-thread comparison"
+# two kernels alone. :func:`effpt.bench.on_one_thread` runs it on one thread and
+# restores the thread count; where the device is a GPU, or the CPU runs one thread
+# already, it says so instead.
+from effpt.bench import on_one_thread
+
+one = on_one_thread(
+    lambda: compare(
+        f"attention, L={max_len}, 1 thread", both(q, k, v), device=device, budget_s=0.3
+    ),
+    device,
+)
+if one is not None:  # None: it printed why there is no one-thread run
+    one_thread, machine = one
+    _ = expect(
+        f"SDPA beats attention written by hand at L={max_len} ({dtype}, 1 thread)",
+        speedup(one_thread[0], one_thread[1]),
+        above=1.0,
+        device=machine,  # the machine as measured: one thread
     )
 
 # %%
