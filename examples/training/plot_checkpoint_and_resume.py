@@ -326,7 +326,6 @@ if MAIN:
 # :doc:`plot_checkpoint_files`. The page is done with its files; it deletes their folder:
 if MAIN:
     workdir.cleanup()
-    print(f"folder still there: {folder.exists()}")
 
 # sphinx_gallery_start_ignore
 if MAIN:
