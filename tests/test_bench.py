@@ -359,7 +359,9 @@ def test_device_is_required(call):
     """A timing names the device it ran on: left out, or None, is an error naming device=."""
     run = {
         "time_callable": lambda **kw: bench.time_callable(lambda: None, repeats=1, **kw),
-        "compare": lambda **kw: bench.compare("t", {"a": lambda: None}, repeats=1, show=False, **kw),
+        "compare": lambda **kw: bench.compare(
+            "t", {"a": lambda: None}, repeats=1, show=False, **kw
+        ),
     }[call]
     with pytest.raises(TypeError, match="device"):
         run()
