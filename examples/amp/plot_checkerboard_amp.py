@@ -258,10 +258,8 @@ _ = expect(
 # On a CPU the intra-op thread pool splits each large operation over the cores, above
 # a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
 # explains the pool and the load average). So on a CPU with several threads the same
-# two steps are timed again on one thread by :func:`effpt.bench.on_one_thread`, which
-# restores the thread count afterwards and prints why it does not run on a GPU or a
-# single thread; if the two verdicts differ, the thread pool decided the first one, not
-# the arithmetic. The first line prints the load average where the OS reports it.
+# two steps are timed again on one thread by :func:`effpt.bench.on_one_thread`; if the
+# two verdicts differ, the thread pool decided the first one, not the arithmetic. The first line prints the load average where the OS reports it.
 import os
 
 from effpt.bench import on_one_thread

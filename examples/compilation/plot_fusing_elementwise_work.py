@@ -136,9 +136,9 @@ assert max_error(fused, reference) < 1e-5
 # now runs under the *profiling* executor, which fuses with NNC after a few calls. On an
 # NVIDIA GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
 # off by default and would also need an LLVM backend that the standard wheels leave
-# out, so nothing fuses there. TorchScript's deprecation warning is caught around the
-# calls by :func:`effpt.torchscript.quietly`, the filter that
-# :doc:`/auto_examples/compilation/plot_torchscript_to_compile` writes out and explains.
+# out, so nothing fuses there. TorchScript's deprecation warning is hidden by
+# :func:`effpt.torchscript.quietly`, as
+# :doc:`/auto_examples/compilation/plot_torchscript_to_compile` explains.
 # Count the fusion groups in the optimised graph:
 from effpt import torchscript
 
