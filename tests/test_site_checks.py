@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from minisite import family_of_one, stub_app
 from sphinx.errors import ExtensionError
 
 from effpt import claims
@@ -33,18 +34,17 @@ GOOD = {
 
 @pytest.fixture
 def app(tmp_path):
-    family = tmp_path / "examples" / "fam"
-    family.mkdir(parents=True)
-    (family / "GALLERY_HEADER.rst").write_text(
-        "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
-    )
-    (family / "plot_a.py").write_text('"""\nA\n=\n"""\n', encoding="utf-8")
+    family_of_one(tmp_path)
     (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
-    config = SimpleNamespace(
-        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
-        effpt_families=["fam"],
-    )
-    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+    return stub_app(tmp_path)
+
+
+def test_page_stem_names_a_gallery_pages_example_and_nothing_else(app):
+    from effpt_site.layout import page_stem
+
+    assert page_stem(app, "auto/fam/plot_a") == "plot_a"
+    assert page_stem(app, "index") is None
+    assert page_stem(app, "auto/other/plot_a") is None  # a family the site does not list
 
 
 def write_records(app, stem, lines):
@@ -93,7 +93,7 @@ SUMMARY = "\n# %%\n# Summary\n# -------\n# - done\n"
 
 
 def test_page_without_closing_summary_fails(tmp_path):
-    page = _page(tmp_path, page_checks.install_line("plot_x.py"), "# %%\n# Details\nx = 1\n")
+    page = _page(tmp_path, "", "# %%\n# Details\nx = 1\n")
     with pytest.raises(
         ExtensionError, match=r"plot_x\.py: the last cell must be a closing summary"
     ):
@@ -102,16 +102,19 @@ def test_page_without_closing_summary_fails(tmp_path):
     page_checks.check_example_source(page)  # no error
 
 
-def test_page_must_state_this_versions_install_line(tmp_path):
-    page = _page(tmp_path, "", "x = 1\n" + SUMMARY)
-    with pytest.raises(ExtensionError, match="it states no install line"):
-        page_checks.check_example_source(page)
+def test_a_page_that_states_its_own_install_line_fails(tmp_path):
+    # The box states the line for the version the site serves; a page's own goes stale.
+    page_checks.check_example_source(_page(tmp_path, "", "x = 1\n" + SUMMARY))  # no error
     stale = "To run this page on its own: ``pip install effpt==0.0.1``, then\n``python plot_x.py``."
     page = _page(tmp_path, stale, "x = 1\n" + SUMMARY)
-    with pytest.raises(ExtensionError, match=r"it says ``pip install effpt==0\.0\.1``"):
+    with pytest.raises(
+        ExtensionError,
+        match=r"plot_x\.py: the page states an install line of its own \(``pip install effpt==0\.0\.1``\)",
+    ):
         page_checks.check_example_source(page)
-    wrapped = page_checks.install_line("plot_x.py").replace(", then ", ", then\n")
-    page_checks.check_example_source(_page(tmp_path, wrapped, "x = 1\n" + SUMMARY))
+    unpinned = "Install it: ``pip install --upgrade effpt``."
+    with pytest.raises(ExtensionError, match="states an install line of its own"):
+        page_checks.check_example_source(_page(tmp_path, unpinned, "x = 1\n" + SUMMARY))
 
 
 def test_example_that_raised_is_reported_as_raised(tmp_path):
@@ -504,11 +507,7 @@ def _gallery_with_thumbnails(tmp_path, pictures: dict[str, bytes], ran=None):
         (out / "images" / "thumb" / f"sphx_glr_{stem}_thumb.png").write_bytes(picture)
         if ran is None or key in ran:
             (out / f"{stem}.cost.json").write_text('{"time": 1.5, "memory": 0}')
-    config = SimpleNamespace(
-        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
-        effpt_families=families,
-    )
-    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+    return stub_app(tmp_path, families)
 
 
 def test_two_pages_sharing_a_thumbnail_fail_the_build_naming_both(tmp_path):

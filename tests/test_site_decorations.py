@@ -13,16 +13,15 @@ import runpy
 from pathlib import Path
 
 import pytest
-
-from effpt_site.page_checks import install_line
+from minisite import build, one_page_gallery
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
-SCRIPT = f'''"""
+SCRIPT = '''"""
 Fit a line
 ==========
 
-This page prints a slope. {install_line("plot_a.py")}
+This page prints a slope.
 """
 
 print("slope", 2.0)
@@ -34,34 +33,6 @@ print("slope", 2.0)
 # The slope is printed.
 '''
 
-CONF = """
-import sys
-sys.path.insert(0, {ext!r})
-extensions = ["sphinx_gallery.gen_gallery", "effpt_site.compat", "effpt_site.page_checks",
-              "effpt_site.decorations"]
-sphinx_gallery_conf = {{
-    "examples_dirs": "../examples",
-    "gallery_dirs": "auto",
-    "filename_pattern": "/plot_",
-    "reset_modules": ("effpt_site.hooks.reset_state",),
-    "reset_modules_order": "both",
-    "min_reported_time": float("{min_reported_time}"),
-    "show_memory": {show_memory!r},
-    "write_computation_times": False,
-}}
-def setup(app):
-    app.add_config_value("effpt_families", ["fam"], "env")
-"""
-
-INDEX = """Site
-====
-
-.. toctree::
-
-   auto/index
-   compatibility
-"""
-
 
 @pytest.fixture(scope="module")
 def site_conf():
@@ -70,27 +41,17 @@ def site_conf():
     return {"min_reported_time": conf["min_reported_time"], "show_memory": conf["show_memory"]}
 
 
+EXTENSIONS = [
+    "sphinx_gallery.gen_gallery",
+    "effpt_site.compat",
+    "effpt_site.page_checks",
+    "effpt_site.decorations",
+]
+
+
 def gallery_project(tmp_path, site_conf) -> Path:
     """A one-page gallery (family ``fam``, page ``plot_a``); returns its docs folder."""
-    family = tmp_path / "examples" / "fam"
-    family.mkdir(parents=True)
-    (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
-    (family / "GALLERY_HEADER.rst").write_text("Fam\n---\n\n.. reading order:\n   plot_a.py\n")
-    (family / "plot_a.py").write_text(SCRIPT, encoding="utf-8")
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "conf.py").write_text(CONF.format(ext=str(DOCS / "_ext"), **site_conf))
-    (docs / "index.rst").write_text(INDEX)
-    (docs / "compatibility.rst").write_text("Compatibility\n=============\n")
-    return docs
-
-
-def build(docs: Path, builder: str, out: Path, language: str = "en") -> None:
-    from sphinx.application import Sphinx
-
-    overrides = {"language": language}
-    doctrees = out.parent / f"{out.name}-doctrees"
-    Sphinx(docs, docs, out, doctrees, builder, confoverrides=overrides, status=None).build()
+    return one_page_gallery(tmp_path, "plot_a.py", SCRIPT, extensions=EXTENSIONS, **site_conf)
 
 
 @pytest.mark.parametrize(("language", "executed"), [("en", "Executed "), ("zh_CN", "执行，用时")])
@@ -99,7 +60,7 @@ def test_badge_sits_under_the_title_and_the_stamp_before_the_footer(
 ):
     docs = gallery_project(tmp_path, site_conf)
     out = tmp_path / "html"
-    build(docs, "html", out, language)
+    build(docs, out, "html", language)
     page = (out / "auto" / "fam" / "plot_a.html").read_text(encoding="utf-8")
     title = page.index("</h1>")
     badge = page.index('<p class="effpt-badge"')
@@ -124,7 +85,7 @@ def test_sphinx_gallery_writes_its_page_undecorated_and_no_line_reaches_the_cata
 ):
     docs = gallery_project(tmp_path, site_conf)
     out = tmp_path / "pot"
-    build(docs, "gettext", out)
+    build(docs, out, "gettext")
     generated = (docs / "auto" / "fam" / "plot_a.rst").read_text(encoding="utf-8")
     assert "Total running time" not in generated  # sphinx-gallery's own line is off
     assert "Estimated memory usage" not in generated

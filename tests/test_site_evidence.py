@@ -17,6 +17,7 @@ from types import SimpleNamespace
 
 import evidence
 import pytest
+from minisite import build, family_of_one, one_page_gallery, stub_app
 from sphinx.errors import ExtensionError
 
 from effpt.expect import expect
@@ -89,12 +90,7 @@ def test_the_hand_written_fixture_reads():
 @pytest.fixture
 def app(tmp_path):
     """A one-family gallery (page plot_a) with this build's run of it and a records folder."""
-    family = tmp_path / "examples" / "fam"
-    family.mkdir(parents=True)
-    (family / "GALLERY_HEADER.rst").write_text(
-        "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
-    )
-    (family / "plot_a.py").write_text(PAGE, encoding="utf-8")
+    family_of_one(tmp_path, PAGE)
     out = tmp_path / "docs" / "auto"
     (out / "_records").mkdir(parents=True)
     (out / "_expectations").mkdir()
@@ -104,14 +100,12 @@ def app(tmp_path):
     (out / "_expectations" / "plot_a.jsonl").write_text(
         "".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8"
     )
-    config = SimpleNamespace(
-        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
-        effpt_families=["fam"],
+    return stub_app(
+        tmp_path,
         effpt_evidence_dir="evidence",
         effpt_measurements_doc="measurements",
         language="en",
     )
-    return SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
 
 
 def records_dir(app) -> Path:
@@ -183,24 +177,7 @@ def test_a_claim_from_another_device_class_is_not_applicable_there(app):
     for folder in ("_records", "_expectations"):
         for p in (out / folder).glob("plot_a*"):
             p.rename(p.with_name(p.name.replace("plot_a", "plot_timing_pytorch_code")))
-    rec = {
-        "task": "uniformity loss",
-        "variant": "pdist",
-        "median_s": 0.002,
-        "iqr_s": 0.0001,
-        "q1_s": 0.00195,
-        "q3_s": 0.00205,
-        "repeats": 5,
-        "number": 10,
-        "baseline": "pdist",
-        "machine": CPU.to_dict(),
-    }
-    outcome = {
-        "key": "notebook: uniformity loss by matmul",
-        "verdict": "not comparable",
-        "slow": rec,
-        "fast": {**rec, "variant": "matmul", "median_s": 0.001, "q1_s": 0.00095, "q3_s": 0.00105},
-    }
+    outcome = _scored_then("not comparable")
     (claims_dir / "plot_timing_pytorch_code.jsonl").write_text(json.dumps(outcome) + "\n")
     cols = across.columns(app)
     (row,) = [r for r in across.rows(app, cols) if r.kind == "claim"]
@@ -265,7 +242,7 @@ SCRIPT = '''"""
 Sum faster
 ==========
 
-This page compares two sums. {install}
+This page compares two sums.
 """
 
 from effpt.expect import expect
@@ -279,36 +256,15 @@ _ = expect("the fixture sum beats the loop", (2.0, 1.9, 2.1), above=1.0, device=
 # The verdict is printed.
 '''
 
-CONF = """
-import sys
-sys.path.insert(0, {ext!r})
-extensions = ["sphinx_gallery.gen_gallery", "effpt_site.compat", "effpt_site.page_checks",
-              "effpt_site.decorations", "effpt_site.expectations", "effpt_site.across_machines",
-              "effpt_site.verdict_box"]
-sphinx_gallery_conf = {{
-    "examples_dirs": "../examples",
-    "gallery_dirs": "auto",
-    "filename_pattern": "/plot_",
-    "reset_modules": ("effpt_site.hooks.reset_state",),
-    "reset_modules_order": "both",
-    "min_reported_time": float("inf"),
-    "show_memory": False,
-    "write_computation_times": False,
-}}
-effpt_evidence_dir = "records"
-def setup(app):
-    app.add_config_value("effpt_families", ["fam"], "env")
-"""
-
-INDEX = """Site
-====
-
-.. toctree::
-
-   auto/index
-   measurements
-   compatibility
-"""
+EXTENSIONS = [
+    "sphinx_gallery.gen_gallery",
+    "effpt_site.compat",
+    "effpt_site.page_checks",
+    "effpt_site.decorations",
+    "effpt_site.expectations",
+    "effpt_site.across_machines",
+    "effpt_site.verdict_box",
+]
 
 
 def site(tmp_path) -> Path:
@@ -316,39 +272,21 @@ def site(tmp_path) -> Path:
 
     The page is named as the page of two of effpt.claims's claims, so that they are rows.
     """
-    from effpt_site.page_checks import install_line
-
-    family = tmp_path / "examples" / "fam"
-    family.mkdir(parents=True)
-    (tmp_path / "examples" / "GALLERY_HEADER.rst").write_text("Gallery\n=======\n")
-    (family / "GALLERY_HEADER.rst").write_text(
-        "Fam\n---\n\n.. reading order:\n   plot_batch_gather.py\n"
-    )
-    script = SCRIPT.format(install=install_line("plot_batch_gather.py"))
-    (family / "plot_batch_gather.py").write_text(script, encoding="utf-8")
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    ext = str(Path(__file__).resolve().parent.parent / "docs" / "_ext")
-    (docs / "conf.py").write_text(CONF.format(ext=ext))
-    (docs / "index.rst").write_text(INDEX)
-    (docs / "compatibility.rst").write_text("Compatibility\n=============\n")
-    (docs / "measurements.rst").write_text(
-        "Measurements\n============\n\nThe grid\n--------\n\n.. effpt-expectations::\n"
+    script = SCRIPT
+    measurements = "Measurements\n============\n\nThe grid\n--------\n\n.. effpt-expectations::\n"
+    docs = one_page_gallery(
+        tmp_path,
+        "plot_batch_gather.py",
+        script,
+        extensions=EXTENSIONS,
+        pages={"measurements": measurements},
+        conf_extra='effpt_evidence_dir = "records"',
     )
     statement = "the fixture sum beats the loop"
     data = record(script, expectations=[_expectation(statement, 0.5)], name="Slow")
     data["pages"] = {"fam/plot_batch_gather": data["pages"]["fam/plot_a"]}
     write(docs / "records", "slow-box", data)
     return docs
-
-
-def build(docs: Path, out: Path, language: str = "en") -> None:
-    from sphinx.application import Sphinx
-
-    doctrees = out.parent / f"{out.name}-doctrees"
-    Sphinx(
-        docs, docs, out, doctrees, "html", confoverrides={"language": language}, status=None
-    ).build()
 
 
 @pytest.mark.parametrize(
@@ -383,7 +321,7 @@ def test_a_page_links_its_verdict_to_its_row_and_the_grid_names_each_machine_onc
 ):
     docs = site(tmp_path)
     out = tmp_path / f"html-{language}"
-    build(docs, out, language)
+    build(docs, out, language=language)
     grid = (out / "measurements.html").read_text(encoding="utf-8")
     page = (out / "auto" / "fam" / "plot_batch_gather.html").read_text(encoding="utf-8")
     anchor = across.Row(

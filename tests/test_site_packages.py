@@ -20,7 +20,8 @@ import pytest
 from sphinx.errors import ExtensionError
 
 import effpt
-from effpt_site import packages, page_checks
+from effpt_site import packages
+from effpt_site.before_you_start import run_alone_field
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -38,9 +39,8 @@ def served(tmp_path_factory) -> Path:
 def test_the_install_line_is_derived_from_the_version_and_the_sites_address():
     line = packages.install_command()
     assert line == f"pip install effpt=={VERSION} --find-links {packages.SITE}packages/"
-    assert page_checks.install_line("plot_a.py") == (
-        f"To run this page on its own: ``{line}``, then ``python plot_a.py``."
-    )
+    field = run_alone_field("en", "plot_a.py")
+    assert field.astext() == f"Run it on its own\n\n{line}, then python plot_a.py"
 
 
 def test_the_site_serves_the_wheel_and_sdist_of_this_effpt(served):

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
+from minisite import family_of_one, stub_app
 
 import effpt
 from effpt.machine import Machine
@@ -96,23 +97,14 @@ def test_report_link_defaults_to_this_effpt_and_torch():
 
 
 def test_a_gallery_page_reports_the_machine_of_its_stamp(tmp_path):
-    family = tmp_path / "examples" / "fam"
-    family.mkdir(parents=True)
-    (family / "GALLERY_HEADER.rst").write_text(
-        "Fam\n---\n\nIntro.\n\n.. reading order:\n   plot_a.py\n", encoding="utf-8"
-    )
-    (family / "plot_a.py").write_text('"""\nA\n=\n"""\n', encoding="utf-8")
+    family_of_one(tmp_path)
     records = tmp_path / "docs" / "auto" / "_records"
     records.mkdir(parents=True)
     (records / "plot_a.stamp.json").write_text(
         json.dumps({"executed_at": "2026-11-24 20:00 UTC", "machine": H100.to_dict()}),
         encoding="utf-8",
     )
-    config = SimpleNamespace(
-        sphinx_gallery_conf={"examples_dirs": "../examples", "gallery_dirs": "auto"},
-        effpt_families=["fam"],
-    )
-    app = SimpleNamespace(srcdir=str(tmp_path / "docs"), config=config)
+    app = stub_app(tmp_path)
     assert reader_links.page_machine(app, "auto/fam/plot_a") == str(H100)
     # Any other page names the machine that built the site.
     assert reader_links.page_machine(app, "index") == reader_links.build_machine()

@@ -34,6 +34,7 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+import evidence
 from chromium import webdriver
 
 #: What is left out of the site: Sphinx's caches and build info, the theme's source maps.
@@ -90,16 +91,6 @@ def _layout(root: Path, name: str = "layout"):
     return layout
 
 
-def _machine_class(root: Path):
-    """effpt.machine.Machine, loaded alone: this tool's environment has no effpt or torch."""
-    path = root / "src" / "effpt" / "machine.py"
-    spec = importlib.util.spec_from_file_location("effpt_machine", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building one
-    spec.loader.exec_module(module)
-    return module.Machine
-
-
 def _title(script: Path) -> str:
     docstring = ast.get_docstring(ast.parse(script.read_text(encoding="utf-8"))) or ""
     lines = [line.strip() for line in docstring.splitlines() if line.strip()]
@@ -134,7 +125,7 @@ def pack(root: Path, out: Path, version: str) -> None:
             f"{', '.join(sorted(served)) or 'nothing'}): run `nox -s docs`, which writes it"
         )
         raise SystemExit(msg)
-    machine_class = _machine_class(root)
+    machine_class = evidence.machine_class(root)
     stamps = []
     conf = {"src_dir": generated.parent, "gallery_dirs": generated.name}
     outputs = _layout(root, "outputs")

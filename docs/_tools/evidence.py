@@ -106,12 +106,13 @@ def _fail(where: object, field: str, problem: str) -> EvidenceError:
 # -- reading and checking -------------------------------------------------------------
 
 
-def _machine_class():
-    """effpt.machine.Machine, loaded alone (stdlib only): no torch needed to check a record."""
+def machine_class(root: Path = ROOT):
+    """effpt.machine.Machine of the checkout at ``root``, loaded alone (stdlib only): no
+    effpt or torch needed to check a record (the site archive's tool uses it too)."""
     name = "effpt.machine"
-    if name in sys.modules:
+    if name in sys.modules and root == ROOT:
         return sys.modules[name].Machine
-    path = ROOT / "src" / "effpt" / "machine.py"
+    path = root / "src" / "effpt" / "machine.py"
     spec = importlib.util.spec_from_file_location("effpt_evidence_machine", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while building one
@@ -130,7 +131,7 @@ def _check_machine(machine: object, where: object) -> None:
     if missing:
         raise _fail(where, "machine", f"missing fields {missing}")
     try:
-        _machine_class().from_dict({f: machine[f] for f in MACHINE_FIELDS})
+        machine_class().from_dict({f: machine[f] for f in MACHINE_FIELDS})
     except (TypeError, ValueError) as exc:
         # Machine's message names the field it refused ("machine field 'threads' ..."):
         # name it in the record's terms too.
@@ -354,7 +355,7 @@ def timing_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
     One list for the whole site: :data:`effpt.machine.TIMING_VARIABLES`, through
     :func:`effpt.machine.timing_environment` (loaded alone, like :class:`Machine`).
     """
-    return sys.modules[_machine_class().__module__].timing_environment(env)
+    return sys.modules[machine_class().__module__].timing_environment(env)
 
 
 def this_machine_fields(device: str | None = None, **overrides: Any) -> dict[str, Any]:

@@ -17,11 +17,10 @@ Predict the dtype autocast gives each operation
 
 Inside a :func:`torch.autocast` region the same float32 tensors produce 16-bit results
 from some operations and float32 results from others, and it pays to know which before
-debugging a dtype error or a loss that went to ``nan``. This page runs one operation of
-each kind, builds the table of what autocast lowers and what it keeps in float32 on this
-device, and shows why the backward pass needs no autocast of its own.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_basics.py``.
+debugging a dtype error or a loss that went to ``nan``. This page runs thirteen common
+operations under autocast, builds from them the table of what autocast lowers and what it
+keeps in float32 on this device, and shows why the backward pass needs no autocast of
+its own.
 """
 
 # %%
@@ -43,8 +42,8 @@ print(describe(device))
 print(f"autocast on {device.type} uses {low}")
 
 # %%
-# A product goes low, a sum stays float32
-# ---------------------------------------
+# A product goes low, an addition stays float32
+# ---------------------------------------------
 # ``x`` and ``y`` are ordinary float32 tensors. Under autocast the matrix product comes
 # out in the 16-bit type, because its inputs were cast down before the kernel ran. The
 # addition is left alone: autocast only touches operations on its lists.
@@ -229,7 +228,7 @@ assert torch.equal(w_grad, w_grad_inside)
 # Summary
 # -------
 # - Under :func:`torch.autocast`, matrix products, linear layers and convolutions run
-#   in the 16-bit type even on float32 inputs; additions and activations follow their
+#   in the 16-bit type even on float32 inputs; additions and ``relu`` follow their
 #   inputs.
 # - Which ops autocast keeps in float32 depends on the device: on CUDA with float16
 #   they include ``softmax``, ``log`` and ``sum``; on CPU with bfloat16 those follow

@@ -28,8 +28,6 @@ page is a complete training script: it joins a process group, wraps the model in
 shares of the data with :func:`torch.autocast` and :class:`torch.amp.GradScaler`, and
 leaves the group cleanly. Then it checks that both ranks ended with the same weights
 and the same loss scale.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autocast_ddp.py``.
 """
 
 # %%

@@ -16,10 +16,9 @@ Train a network in mixed precision and see where its time goes
            bfloat16, and times and profiles the steps at one thread as well. On Apple MPS
            it trains the same board in float32 and float16. On a CUDA GPU it trains a
            512 × 512 board in float32, TF32, float16, bfloat16 and float16 under
-           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. On a CPU
-           without native bfloat16 (AVX512-BF16 or AMX) the bfloat16 step can run on
-           slow fallback kernels (about 14 times float32's time on an AVX2-only AMD
-           Zen 3).
+           :func:`torch.compile`. ``EFFPT_DEVICE=cpu`` keeps it on the CPU. Where a probe
+           finds slow bfloat16 kernels on a CPU, the page trains a smaller board with a
+           narrower network.
 
 Mixed precision is a few extra lines in a training loop. Whether they make a step
 faster depends on the machine: the 16-bit matrix products must run faster there than
@@ -29,8 +28,6 @@ page trains the same network on a toy task, learning a checkerboard from pixel
 coordinates, in float32 and under :func:`torch.autocast` (on a CUDA GPU also in TF32,
 in a second 16-bit type and compiled), then times a step of each, profiles where the
 time of a step goes, and compares it with this machine's matrix-multiply rate.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkerboard_amp.py``.
 """
 
 # %%
@@ -69,7 +66,7 @@ print(f"inputs {tuple(inputs.shape)}, targets {tuple(targets.shape)}, {steps} st
 from torch import nn
 
 
-class CheckerNet(nn.Module):
+class CheckerNet(nn.Module):  # 256 channels unless the probe below narrows it
     def __init__(self, channels: int = 256, depth: int = 3) -> None:
         super().__init__()
         layers, width = [], 2
@@ -145,6 +142,46 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 
 
 # %%
+# A probe before training
+# -----------------------
+# Without fast bfloat16 kernels, a hundred bfloat16 steps could take minutes. So on a
+# CPU the page times two warm steps of each type first and, where the 16-bit one takes
+# over four times as long, trains a narrower network on a smaller board. The first
+# line is :func:`effpt.machine.bfloat16_support`.
+import time
+
+from effpt.machine import bfloat16_support
+from effpt.records import format_seconds
+
+low_name = str(low).removeprefix("torch.")
+channels = 256
+if device.type == "cpu":
+    print(bfloat16_support())
+    probe = {}
+    for dtype in (None, low):
+        probe_step = make_step(CheckerNet(channels).to(device), dtype)
+        probe_step()  # warm-up
+        calls = []
+        for _ in range(2):  # the faster of two, so that one preempted step cannot decide
+            began = time.perf_counter()
+            probe_step()
+            calls.append(time.perf_counter() - began)
+        probe[dtype] = min(calls)
+    slower = probe[low] / probe[None]
+    print(
+        f"probe: a float32 step took {format_seconds(probe[None])}, a {low_name} step "
+        f"{format_seconds(probe[low])}: {slower:.1f}× float32's"
+    )
+    if slower > 4:
+        size, channels = 16, 128
+        inputs, targets = checkerboard_task(size, squares=squares, device=device)
+        print(f"over 4×: every variant trains a {size}×{size} board, {channels} channels")
+    else:
+        print(f"4× or less: the page keeps the {size}×{size} board and {channels} channels")
+else:
+    print(f"probe: CPU only; on {device.type} the page trains the {size}×{size} board")
+
+# %%
 # Train every variant
 # -------------------
 # Each variant starts from the same weights. On a CUDA GPU there are five: float32,
@@ -153,7 +190,6 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 # format, and compilation would take longer than the whole page may.
 import copy
 
-low_name = str(low).removeprefix("torch.")
 variants = {"float32": (None, False, False)}  # name: (autocast dtype, TF32, compiled)
 if device.type == "cuda":
     variants["TF32"] = (None, True, False)
@@ -164,7 +200,7 @@ if device.type == "cuda":
 else:
     print("CUDA only, not run here: TF32, a second 16-bit type, torch.compile + autocast")
 
-initial = CheckerNet().to(device)  # every variant trains a copy of these weights
+initial = CheckerNet(channels).to(device)  # every variant trains a copy of these weights
 steps_fn, losses, predictions = {}, {}, {}
 for name, (dtype, use_tf32, compiled) in variants.items():
     model = copy.deepcopy(initial)
@@ -258,8 +294,9 @@ _ = expect(
 # On a CPU the intra-op thread pool splits each large operation over the cores, above
 # a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
 # explains the pool and the load average). So on a CPU with several threads the same
-# two steps are timed again on one thread by :func:`effpt.bench.on_one_thread`; if the
-# two verdicts differ, the thread pool decided the first one, not the arithmetic. The first line prints the load average where the OS reports it.
+# two steps are timed again on one thread (restored afterwards); if the two verdicts
+# differ, the thread pool decided the first one, not the arithmetic. The first line
+# prints the load average where the OS reports it.
 import os
 
 from effpt.bench import on_one_thread
@@ -270,32 +307,23 @@ one = on_one_thread(
     lambda: compare(f"checkerboard step, {size}×{size}, 1 thread", steps_fn, device=device),
     device,
 )
-if one is not None:  # None: it printed why there is no one-thread run
-    one_thread, machine = one
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
     _ = expect(
         f"{low_name} autocast makes a checkerboard step faster than float32 on one thread",
-        speedup(one_thread[0], one_thread[1]),
+        speedup(timed[0], timed[1]),
         above=1.0,
-        device=machine,  # the machine as measured: one thread
+        device=one_thread,  # the machine as it ran: one thread
     )
 
 # %%
-# A CPU with native bfloat16 arithmetic (AVX512-BF16 or AMX) runs bfloat16 products in
-# hardware. Without it, a bfloat16 product has no fast kernel for every shape in this
-# build of PyTorch: a convolution can fall back to a generic kernel
-# (``aten::_slow_conv2d_forward``, which the profile below then names) and a large
-# matrix product to a generic path too. On an AVX2-only AMD EPYC (Zen 3), this page's
-# bfloat16 step took about 14 times as long as its float32 one; the tables above give
-# this machine's ratio. The lines below say what this CPU has (on a GPU run, the host's
-# CPU, which did not run the steps).
-from pathlib import Path
-
-cpuinfo = Path("/proc/cpuinfo")
-flags = set(cpuinfo.read_text().split()) if cpuinfo.is_file() else set()
-native = sorted(flags & {"avx512_bf16", "amx_bf16"})
+# On a CPU, the bfloat16 verdict turns on whether torch uses oneDNN's bfloat16 kernels
+# (AVX-512 or native bfloat16 instructions). Where its kernels stop at AVX2, a
+# convolution falls back to ``aten::_slow_conv2d_forward`` (the profile below names
+# it), many times slower than float32; on busy cores the verdict can be inconclusive.
+# This machine's side (on a GPU run, the host's CPU):
 print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
-unlisted = "none listed in /proc/cpuinfo" if flags else "unknown (no /proc/cpuinfo here)"
-print(f"native bfloat16 instructions: {', '.join(native) or unlisted}")
+print(bfloat16_support())
 
 
 # %%
@@ -422,9 +450,12 @@ from torch.utils.flop_counter import FlopCounterMode
 from effpt.bench import matmul_throughput
 
 with FlopCounterMode(display=False) as counter:
-    make_step(CheckerNet().to(device), None)()
+    make_step(CheckerNet(channels).to(device), None)()
 flops = counter.get_total_flops()
 sizes = (4096, 8192) if device.type == "cuda" else (512, 1024)
+if channels != 256:  # the probe found slow 16-bit kernels: smaller products for the rate
+    sizes = (256, 512)
+print(f"matrix products timed for the rate: {sizes[0]} and {sizes[1]} wide")
 peaks = {}
 print(f"{flops / 1e9:.2f} GFLOP per step")
 for name, (dtype, use_tf32, _) in variants.items():

@@ -21,8 +21,6 @@ the gradients while they are still scaled. This page runs the loop, shows the sc
 it settles on, clips the gradients the right way and measures what clipping would
 have seen otherwise; then it steps two optimizers through one scaler and saves the
 scaler with a checkpoint.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gradscaler_loop.py``.
 """
 
 # %%

@@ -25,8 +25,6 @@ silently, if it ignores them. This page runs the recipes of PyTorch's "Automatic
 Mixed Precision examples" page on a small model and checks each against a reference
 computed without scaling. The loop itself, clipping, several optimizers and
 checkpoints are on :doc:`plot_gradscaler_loop`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gradscaler_recipes.py``.
 """
 
 # %%

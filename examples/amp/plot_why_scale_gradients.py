@@ -21,8 +21,6 @@ how many float16 would damage with and without a scale factor, and then watches
 :class:`torch.amp.GradScaler` skip a step on overflow, halve its scale and grow it back.
 
 For the background on ranges and subnormals, read :doc:`/explanations/floating_point`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_why_scale_gradients.py``.
 """
 
 # %%

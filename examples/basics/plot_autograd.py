@@ -19,8 +19,6 @@ machinery, draws the graphs it records, and walks through the traps (a leaf that
 missing, a gradient silently accumulated, a graph that outlives its use), each with its
 message and its fix. In-place writes, the other classic trap, have :doc:`a page of their
 own <plot_in_place_operations>`, the next one.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_autograd.py``.
 """
 
 # %%

@@ -17,8 +17,6 @@ into another library) that autograd cannot or should not trace. A
 backward formula yourself. This page solves an implicit equation with L-BFGS and
 differentiates the solution with the implicit function theorem, then checks the
 gradient with :func:`torch.autograd.gradcheck`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_custom_autograd_function.py``.
 """
 
 # %%

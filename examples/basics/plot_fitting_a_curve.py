@@ -15,8 +15,6 @@ Fit a curve with autograd
 Gradient descent needs only two ingredients: a loss you can compute and its gradient
 with respect to the parameters. PyTorch's autograd supplies the second for free. This
 page recovers the coefficients of a quadratic from noisy samples, in about twenty lines.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_fitting_a_curve.py``.
 """
 
 # %%

@@ -19,8 +19,6 @@ spends its time launching thousands of tiny operations; :func:`torch.func.vmap` 
 the models in one batched call instead. This page trains a hundred networks both ways,
 checks that they give the same fits, times one step of each, and trains the batched
 models longer, which shows what the spread between the fits does and does not measure.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_hundred_fits.py``.
 """
 
 # %%

@@ -18,8 +18,6 @@ saves memory, and it can destroy a value the backward pass still needs; autograd
 version counter on every tensor to catch that. This page shows how to spot in-place
 operations, what autograd refuses and why, the old ``.data`` idiom that slips past the
 check, and a pattern where in-place pays off: copying into a preallocated tensor.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_in_place_operations.py``.
 """
 
 # %%

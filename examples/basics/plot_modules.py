@@ -19,8 +19,6 @@ computation that uses them, so that one call moves, saves, loads or trains all o
 This page fits a line with a hand-written module, rebuilds it from library parts, and
 shows what a module owns, how to checkpoint it with its optimizer, and the one reuse
 that quietly breaks tools built on modules.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_modules.py``.
 """
 
 # %%

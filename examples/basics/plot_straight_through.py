@@ -17,8 +17,6 @@ rounded cannot learn by gradient descent, unless the backward pass pretends the
 rounding was not there. That trick, the straight-through estimator, takes one line in
 PyTorch. This page builds it, checks its gradient, and uses it to train a tiny network
 whose weights live on a coarse grid.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_straight_through.py``.
 """
 
 # %%

@@ -17,8 +17,6 @@ A tensor is a shape and a dtype laid over a flat block of memory, its storage. O
 you see the storage, you can tell which operations copy and which only reinterpret,
 why a small slice can write a large file, and when NumPy and PyTorch share the same
 bytes. This page creates tensors, looks underneath them, and saves them safely.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_tensors_are_views.py``.
 """
 
 # %%

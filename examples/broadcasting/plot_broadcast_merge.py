@@ -24,8 +24,6 @@ less arithmetic and less memory. This page shows the rewrite, checks that it is 
 and measures what it saves on the machine that built it.
 
 The broadcasting rules it relies on are on :doc:`plot_broadcasting`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcast_merge.py``.
 """
 
 # %%
@@ -126,10 +124,11 @@ with torch.no_grad():
 # Neither count includes the inputs, which both share.
 #
 # Time is another matter. At short lengths the fixed cost of each operator call can
-# weigh as much as the arithmetic, and ``Merge`` makes four calls where the tiled path
-# makes three; at any length the copy, the add, and how close each matrix product runs
-# to the machine's peak speed count too. Predict first: at the longest length, is
-# ``Merge`` faster on your machine, and by how much of the 5×?
+# weigh as much as the arithmetic, and ``Merge`` runs four operators that compute where
+# the tiled path runs three and a view (``expand``); at any length the copy, the add,
+# and how close each matrix product runs to the machine's peak speed count too. Predict
+# first: at the longest length, is ``Merge`` faster on your machine, and by how much of
+# the 5×?
 flops_ratio = (fa + fb) / fa
 memory_ratio = (fa + fb + out + out) / (2 * out)
 print(
@@ -293,9 +292,10 @@ print("the steps add up to the wholes within 25 %:", add_up)
 
 # %%
 # The 64-wide projection does 5× less arithmetic than the 320-wide one, so at equal
-# speed per operation their ratio would be 5×. A narrow matrix product often runs
-# further from the machine's peak than a wide one, which pulls the ratio below 5×;
-# caches and the thread pool can move it either way.
+# speed per operation their ratio would be 5×. A narrow matrix product can run further
+# from the machine's peak than a wide one, which would pull the ratio below 5× (the
+# expectation below); caches and the thread pool can move it either way, above 5×
+# included.
 #
 # On a shared machine the wall clock also counts the time the operating system gave to
 # other programs, and a longer call is interrupted more often. The process's CPU time

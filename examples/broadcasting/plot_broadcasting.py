@@ -20,8 +20,6 @@ lines of code, and it hides bugs that no error message will point at. This page 
 the rules and what a broadcast operand costs in memory, then the two classic bugs and
 the habits that catch them.
 :doc:`plot_broadcast_merge` puts the rules to work in a layer and measures the gain.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_broadcasting.py``.
 """
 
 # %%

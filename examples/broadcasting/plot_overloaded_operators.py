@@ -21,8 +21,6 @@ implements. Each operator is a call to a named function, and knowing which one t
 you when the result is a view, when it is in place, when it is bitwise rather than
 logical, and what a loop of them costs. This page checks every operator against its
 function, shows three traps, and times a loop of indexing against one reduction.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_overloaded_operators.py``.
 """
 
 # %%
@@ -190,8 +188,9 @@ assert ((a > 0) & (b > 0)).tolist() == [True, False, False]
 # %%
 # The precedence trap: ``&`` binds tighter than ``>``, so ``a > 0 & b > 0`` means
 # ``a > (0 & b) > 0``, a chained comparison that Python evaluates with ``and``. With
-# several elements that raises the error above; with a single element it runs and
-# returns the wrong answer. Parentheses fix it.
+# several elements that raises the error above; with a single integer element it runs,
+# and since ``0 & b`` is 0 it returns False whatever the values: wrong whenever both are
+# positive. Parentheses fix it.
 a1 = torch.tensor([2], device=device)
 b1 = torch.tensor([1], device=device)
 unparenthesised = a1 > 0 & b1 > 0  # the trap, written on purpose

@@ -26,8 +26,6 @@ writes it as a loop, compiles the loop two ways, vectorises it with a flat index
 compares two ways of using that index (advanced indexing and
 :meth:`torch.Tensor.index_select`) on one thread and on all of them, and measures how
 each version's cost grows with the batch size.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_batch_gather.py``.
 """
 
 # %%
@@ -172,12 +170,13 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # Advanced indexing or index_select: rows, checks and threads
 # -----------------------------------------------------------
 # Both do the same job, but not the same work. On a CPU, advanced indexing is a
-# general kernel that copies the output one *number* at a time, each from an address
-# computed from its index. :meth:`~torch.Tensor.index_select` knows that whole rows are
-# picked: it reads and checks each index once per *row* and copies the row in one
-# piece. With rows of one number both do the same work
-# per number copied; the wider the rows, the more
-# index_select saves, so on one thread its lead should grow with the width.
+# general kernel: it looks up each row's index once, then copies the row one *number*
+# at a time, in a loop written for tensors of any shape and stride.
+# :meth:`~torch.Tensor.index_select` knows that whole rows are picked: it checks each
+# index and copies the row in one piece (one ``memcpy``, in torch's source at the time
+# of writing). With rows of one number both do the same work per number copied; the
+# wider the rows, the more the copy in one piece saves, so on one thread
+# index_select's lead should grow with the width.
 #
 # The function below picks 8,192 rows both ways; each of 7 rounds times the two back
 # to back, so that a change in the machine's load hits both alike.
@@ -212,7 +211,11 @@ def index_select_lead(width: int, rounds: int = 7) -> Ratio:
 # rows 1 and 4 numbers wide only advanced indexing splits). Waking the pool is a fixed
 # cost (:doc:`/explanations/timing` explains it), so where only one kernel pays it the
 # ratio shows which woke the pool, not which does less work. A GPU does not use the
-# CPU's pool. So the rows are picked on one thread and on all of PyTorch's threads:
+# CPU's pool. So the rows are picked on one thread and on all of PyTorch's threads.
+#
+# Predict first: on one thread, is index_select's lead at rows 16 numbers wide at least
+# 1.5 times its lead at rows of one number, as copying whole rows alone suggests? And
+# on all threads?
 all_threads = torch.get_num_threads()
 # A GPU kernel does not use the CPU's thread pool: one column there.
 thread_counts = sorted({1, all_threads}) if device.type == "cpu" else [all_threads]
@@ -227,15 +230,12 @@ columns = {t: f"{t} thread{'s' if t > 1 else ''}" for t in thread_counts}
 if device.type != "cpu":
     columns = {all_threads: device.type}
 print("index_select's speed over advanced indexing, 8,192 rows picked (median, quartiles)")
-print(f"{'row width':>12}" + "".join(f"{label:>20}" for label in columns.values()))
+print(f"{'row width':>12}" + "".join(f"{label:>22}" for label in columns.values()))
 for width in widths:
-    print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>20}" for t in thread_counts))
+    print(f"{width:>12}" + "".join(f"{lead[t, width]!s:>22}" for t in thread_counts))
 
 # %%
-# Predict first: on one thread, is index_select's lead at rows 16 numbers wide at least
-# 1.5 times its lead at rows of one number, as copying whole rows alone suggests? And
-# on all threads? Each column gets its verdict; the machine it names says how many
-# threads ran.
+# Each column gets its verdict; the machine it names says how many threads ran.
 from effpt.expect import expect
 
 for threads in thread_counts:

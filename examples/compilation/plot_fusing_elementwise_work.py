@@ -25,8 +25,6 @@ into one kernel reads the inputs once and writes the output once. This page fuse
 intersection over union (IoU) of boxes with :func:`torch.compile`, checks what
 TorchScript's fuser, which the notebook this example comes from used, still does, and measures
 what fusion buys against this machine's memory bandwidth.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_fusing_elementwise_work.py``.
 """
 
 # %%
@@ -272,8 +270,8 @@ for (name, t), row in bandwidth.items():
 # where the bytes outgrow one, memory slows the copy, and a fused kernel bound by
 # memory with it. *Threads* bend the all-threads line: below the grain size (32,768
 # elements for elementwise work on a CPU) an eager operation or a copy stays on one
-# thread, so a gap between the lines there is only the load's drift between the two
-# blocks of timings. The lines under the figure compare the copy on the two thread
+# thread, so there a gap between eager's or the copy's two lines is only the load's
+# drift between the two blocks of timings. The lines under the figure compare the copy on the two thread
 # counts at each size, and say which side of the grain size it is on.
 #
 # The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while

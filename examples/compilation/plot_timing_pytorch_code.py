@@ -26,8 +26,6 @@ spread), shows the mistakes it avoids, checks it against PyTorch's own timer, an
 two formulas for one loss, where only a measurement on your device says which to use.
 
 Why the rules below exist is explained in :doc:`/explanations/timing`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_timing_pytorch_code.py``.
 """
 
 # %%
@@ -461,6 +459,15 @@ for name, op in (("pdist", "aten::_pdist_backward"), ("matmul", "aten::mm")):
         unit="%",
         device=device,
     )
+
+# %%
+# Other work on the machine can decide those shares: load stretches some operators'
+# times more than others while the profiler records them, and it is the one condition
+# under which the measurements on record saw the ``aten::mm`` verdict change. This
+# run's load:
+from effpt.machine import load_line
+
+print(load_line())
 
 # %%
 # Summary

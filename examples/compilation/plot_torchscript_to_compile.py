@@ -22,8 +22,6 @@ saved for deployment. It is deprecated now, but it still turns up in older code 
 saved models. This page shows the two ways of making TorchScript and the trap in one of
 them, then does the same jobs the current way: :func:`torch.compile` to make code
 faster and :func:`torch.export.export` to ship it.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_torchscript_to_compile.py``.
 """
 
 # %%

@@ -25,8 +25,6 @@ fixed costs are all there is.
 This page measures them on the machine that built it, on one thread and on all of
 them, finds the size above which the work itself takes over, and checks a well-known
 rule of thumb against the result.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_where_time_goes.py``.
 """
 
 # %%
@@ -290,10 +288,21 @@ for op, times, name in (
         )
 
 # %%
+# Other work on the machine can decide the matrix product's verdict rather than the
+# product itself: load stretches some timings more than others, and it is the one
+# condition under which the measurements on record saw this verdict change. This
+# run's load:
+from effpt.machine import load_line
+
+print(load_line())
+
+# %%
 # Where a verdict does not hold, an operation on a thousand elements still spends most
 # of its time on fixed costs, and so would a program made of many of them; an
 # all-threads time many times the one-thread time is the hand-off, a fixed cost on
-# top. The cure is the same: fewer, larger operations. Later pages of this family
+# top. Where one holds, that operation already spends at least half its time on work
+# at a thousand elements, as the rule says. Either way the cure for fixed costs is the
+# same: fewer, larger operations. Later pages of this family
 # apply it, by vectorising a loop (:doc:`plot_batch_gather`) and by fusing a chain of
 # elementwise operations into one kernel (:doc:`plot_fusing_elementwise_work`).
 

@@ -22,8 +22,6 @@ rectangle: every sequence is padded to the longest one in its batch, and the mod
 computes on the padding too. This page measures that waste on a realistic spread of
 lengths, removes most of it by batching sequences of similar length together, and shows
 three ways to keep the padding out of the results and out of the compiler's way.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_batches_of_different_lengths.py``.
 """
 
 # %%

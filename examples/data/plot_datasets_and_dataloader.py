@@ -25,8 +25,6 @@ A training loop wants batches; your data is a pile of items, often one file each
 :class:`torch.utils.data.DataLoader` does the rest: it picks indices, reads the items,
 stacks them into batches, and can do all of it in worker processes. This page builds a
 dataset from scratch, then loads a folder of real PNG files with and without workers.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_datasets_and_dataloader.py``.
 """
 
 # %%

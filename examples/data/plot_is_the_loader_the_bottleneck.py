@@ -26,8 +26,6 @@ fed once from batches already in memory and once through the
 :class:`~torch.utils.data.DataLoader`, then the loader's knobs turned one at a time on
 a dataset that decodes PNG images. Whether workers help depends on the work per item and
 on the cores the machine has free; the page measures both on the machine it runs on.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_is_the_loader_the_bottleneck.py``.
 """
 
 # %%
@@ -252,6 +250,16 @@ if __name__ == "__main__":
         above=1.0,
         device="cpu",
     )
+
+# %%
+# Other work on the machine can decide the worker verdicts. The OS shares a busy CPU
+# among processes, so worker processes win the loader a larger share of it than the
+# main process alone gets, and workers can pay where on idle cores they do not; a
+# deeper prefetch queue then has less CPU to fill it with. This run's load:
+if __name__ == "__main__":
+    from effpt.machine import load_line
+
+    print(load_line())
 
 # %%
 # Images per second against workers, for both datasets, with the rate of the step fed

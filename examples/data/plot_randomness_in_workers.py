@@ -24,8 +24,6 @@ Random crops, flips and noise only help training if they differ from item to ite
 DataLoader worker starts from a copy of the dataset, and a random generator copied with
 its state draws the same numbers in every copy. This page shows the duplicated draws, two
 ways to fix them, and how a seeded generator on the DataLoader makes a run repeatable.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_randomness_in_workers.py``.
 """
 
 # %%

@@ -27,8 +27,6 @@ delivers each item once per worker. This page builds the stream with :mod:`tarfi
 shows the duplicates, splits the work with :func:`torch.utils.data.get_worker_info` so
 that every item arrives exactly once for any number of shards and workers, measures
 throughput against ``num_workers``, and shows what a damaged shard does to it.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_streaming_tar_shards.py``.
 """
 
 # %%

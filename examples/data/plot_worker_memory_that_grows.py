@@ -25,8 +25,6 @@ through an epoch until the machine swaps, even though the dataset never changes
 is Python's reference counts: reading an object writes to it. This page reproduces the
 growth, measures it per worker, shows the layout that avoids it, and then follows a
 batch from a worker back to the main process.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_worker_memory_that_grows.py``.
 """
 
 # %%

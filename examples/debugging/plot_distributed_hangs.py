@@ -23,8 +23,6 @@ same collectives in the same order. This page breaks two gloo ranks on purpose i
 usual ways, shows the error each tool reports, exactly as PyTorch prints it, and fixes each
 case. Every collective that a peer never joins runs under a timeout of 2 s, and the
 launcher ends every rank after 120 s, so the page ends even when a rank is left waiting.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_distributed_hangs.py``.
 """
 
 # %%

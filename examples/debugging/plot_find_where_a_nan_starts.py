@@ -23,8 +23,6 @@ whole network may be poisoned. This page makes a NaN appear three ways (the log 
 zero, a float16 overflow, one bad sample in the data) and traces each back to the
 module, the operation or the sample that made it; then it separates GradScaler's
 harmless skipped steps from a real divergence.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_find_where_a_nan_starts.py``.
 """
 
 # %%

@@ -22,8 +22,6 @@ after a resume, a first step whose rate is skipped. The loss just looks a little
 This page draws two common schedules step by step, then breaks them the ways real code
 does, shows the warning PyTorch gives (and when it gives it for correct code), and
 checks that a resumed schedule continues exactly where it stopped.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_learning_rate_schedules.py``.
 """
 
 # %%

@@ -24,8 +24,6 @@ match the model you load it into. PyTorch then refuses the load and names every 
 did not match, or, with ``strict=False``, loads what it can and returns the rest in a
 list that is easy to ignore. This page provokes each mismatch, prints the real message,
 and fixes it.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_load_a_changed_model.py``.
 """
 
 # %%

@@ -21,8 +21,6 @@ the model's code rarely says. Hooks answer without changing that code: a functio
 register on a module or a tensor runs every time data or gradients pass through it. This
 page logs what passes through each layer of a small network, plots it, removes the
 hooks cleanly, and measures what they cost in memory and in time.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_look_inside_with_hooks.py``.
 """
 
 # %%

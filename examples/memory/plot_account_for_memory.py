@@ -22,8 +22,6 @@ taken. A training step holds four kinds of tensors: the parameters, their gradie
 optimizer's state and the activations autograd saves for the backward pass. This page
 predicts each from the model's shapes, measures them through one step, and checks the
 prediction against the allocator's own count.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_account_for_memory.py``.
 """
 
 # %%

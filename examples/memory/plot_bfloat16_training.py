@@ -23,8 +23,6 @@ gap to the next number disappears, without an error or a warning, and training s
 while the gradients still point somewhere. This page measures the gap, shows the
 stall, recovers the updates with float32 master weights, and counts what each choice
 costs in memory.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_bfloat16_training.py``.
 """
 
 # %%

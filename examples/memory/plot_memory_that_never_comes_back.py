@@ -20,8 +20,6 @@ the line that caused it. Four mistakes cause most such growth in PyTorch code: a
 keeps every step's autograd graph, a list of outputs, a hook that stores what it sees,
 and a reference cycle that only the garbage collector frees. This page makes each one
 grow, finds what holds the memory, and fixes it.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_memory_that_never_comes_back.py``.
 """
 
 # %%

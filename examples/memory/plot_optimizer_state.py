@@ -22,8 +22,6 @@ loop is run changes its speed. This page measures Adam's state, times three ways
 running its step, sets weight decay per parameter group, steps each parameter as soon
 as its gradient is ready, and shows why the optimizer must be created after the
 parameters it will update exist.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_optimizer_state.py``.
 """
 
 # %%

@@ -22,8 +22,6 @@ size. PyTorch can run the model's construction and its forward on tensors that h
 shape, a dtype and a device but no memory. This page sizes a model of 26.6 billion parameters
 without allocating it, materialises a small one from the same code, and
 checks the estimate against what the small one really takes.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_size_a_model.py``.
 """
 
 # %%

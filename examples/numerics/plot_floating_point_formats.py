@@ -17,8 +17,6 @@ just past them: ``nan`` from an identity, sums that stop growing, and accumulate
 rounding error that depends on how you add.
 
 For the background, read :doc:`/explanations/floating_point`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_floating_point_formats.py``.
 """
 
 # %%

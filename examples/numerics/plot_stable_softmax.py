@@ -24,8 +24,6 @@ two classification losses expects, and applies the same idea to binary cross-ent
 ``log1p`` and ``expm1``.
 
 For the background, read :doc:`/explanations/floating_point`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_stable_softmax.py``.
 """
 
 # %%
@@ -94,7 +92,7 @@ assert torch.softmax(logits, dim=-1).tolist() == [1.0, 0.0]
 # We scale 10 000 standard-normal logits by a growing factor and compare each
 # float32 softmax with a float64 one of the same logits, computed on the CPU (not every
 # device has float64). Both are probability vectors, so the relative error is simply the
-# summed absolute difference. The naive version is as accurate as the others until its
+# summed absolute difference. The naive version is as accurate as the stable one until its
 # largest logit passes 88.72; from then on it returns ``nan``, drawn as crosses at an
 # error of 1.
 unit = torch.randn(10_000).to(device)  # drawn on the CPU: the same logits on every device
@@ -132,7 +130,7 @@ assert all(not math.isnan(e) for name in methods if name != "naive" for e in err
 # errors are counted in float32 roundings, printed above in units of ``eps``. How many
 # roundings depends on the kernel: :func:`torch.softmax` runs code of its own for the
 # exponentials and the sum, so its error need not equal the hand-written version's,
-# and can be several times larger on one machine and smaller on another. The naive
+# and can be many times larger on one machine and smaller on another. The naive
 # version fails beyond the dotted line, where ``scale × max(logit)`` reaches 88.72.
 from effpt.expect import expect
 

@@ -24,8 +24,6 @@ small CNN and its input, checks which operations keep the layout and that the re
 agree, then measures on this build's device whether the layout pays and what a conversion
 costs. Some facts come from PyTorch's tutorial
 `Channels Last Memory Format in PyTorch <https://pytorch.org/tutorials/intermediate/memory_format_tutorial.html>`__.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_channels_last.py``.
 """
 
 # %%
@@ -140,8 +138,8 @@ assert nhwc[1].weight.stride() == (1,) and nhwc[-1].weight.is_contiguous()
 # keep it, while a softmax over the channels and a layer norm return a contiguous
 # (NCHW) tensor: the next convolution then pays a conversion back.
 #
-# The page asserts the same of CUDA, but an assertion checks only the device a run
-# has: the line under the table names the one this run checked. Apple's MPS kernels
+# On CUDA the page asserts that the first five keep it too, but an assertion checks only
+# the device a run has: the line under the table names the one this run checked. Apple's MPS kernels
 # have changed their support for this layout from one torch release to the next (some
 # fixes concerned wrong results), so on MPS the table shows what that build does and
 # the page asserts nothing.
@@ -298,6 +296,14 @@ _ = expect(
 )
 
 # %%
+# On a CPU, these verdicts turn on the vector instructions the convolutions may use:
+# where torch's kernels and oneDNN may use AVX2 or wider, channels_last can come out
+# ahead; limited to torch's portable kernels and oneDNN's SSE4.1 code, NCHW can. The
+# same instructions set a convolution's time, against which the layout round trip
+# further down is measured. This machine's capability:
+print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
+
+# %%
 # The figure shows the same timings per image (left) and the speed-up with its interval
 # (right). Points above the dashed line at 1× mean channels_last was faster on this
 # machine; an interval that crosses it means the two could not be told apart. Where
@@ -334,19 +340,18 @@ plt.show()
 # %%
 # On a CPU both paths split their convolutions and layout copies over the intra-op
 # threads, and not equally well (:doc:`/explanations/timing`), so the largest batch is
-# timed again on one thread by :func:`effpt.bench.on_one_thread`, which restores the
-# thread count afterwards and prints why it does not run on a GPU or a single thread.
-# Differing verdicts mean the threads, or other work on the machine, changed the outcome.
+# timed again on one thread (restored afterwards). Differing verdicts mean the
+# threads, or other work on the machine, changed the outcome.
 from effpt.bench import on_one_thread
 
 one = on_one_thread(lambda: time_forward(batches[-1], ", 1 thread"), device)
-if one is not None:  # None: it printed why there is no one-thread run
-    one_thread, machine = one
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
     _ = expect(
         f"channels_last makes the small CNN's forward faster at batch {batches[-1]} on one thread",
-        speedup(*one_thread),
+        speedup(*timed),
         above=1.0,
-        device=machine,  # the machine as measured: one thread
+        device=one_thread,  # the machine as it ran: one thread
     )
 
 # %%

@@ -24,8 +24,6 @@ split the graph or trigger one compilation after another, and the first call of 
 compiled function can cost seconds. This page counts graphs, graph breaks and
 recompilations exactly, shows the switches that turn each surprise into an error, and
 measures what compiling costs, when it pays off and what the on-disk cache saves.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_compile_without_surprises.py``.
 """
 
 # %%
@@ -501,6 +499,13 @@ if __name__ == "__main__":
         above=1.0,
         device=device,
     )
+
+# %%
+# The vector instructions decide that verdict: the compiled kernel's loops use the
+# widest set torch's capability allows, and with ``DEFAULT`` they are scalar. This
+# machine's:
+if __name__ == "__main__":
+    print(f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}")
 
 # %%
 # The cache across processes

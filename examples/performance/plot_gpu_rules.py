@@ -24,8 +24,6 @@ convolutions, float32 products that could use tensor cores, and small kernels la
 by one. This page measures each rule where the device that built it can show it. A
 section that needs CUDA prints one line saying so on other devices; what a CPU can show,
 it shows.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_gpu_rules.py``.
 """
 
 # %%
@@ -136,9 +134,11 @@ assert values[values > 0].shape == (1,)
 # sphinx_gallery_end_ignore
 
 # %%
-# On CUDA, :func:`torch.cuda.set_sync_debug_mode` turns every such wait into a warning
-# (or, with ``"error"``, an exception), which finds them in a real training loop. The cell
-# counts the warnings each call raises. ``torch.where`` keeps the shape and
+# On CUDA, :func:`torch.cuda.set_sync_debug_mode` turns such waits into warnings (or,
+# with ``"error"``, exceptions), which finds them in a real training loop. Not every
+# one: its documentation calls it experimental and leaves out, for now, the operations
+# of ``torch.distributed`` and ``torch.sparse``. The cell counts the warnings each call
+# raises. ``torch.where`` keeps the shape and
 # :func:`torch.nonzero_static` fixes it in advance, so neither has to wait.
 import warnings
 
@@ -310,6 +310,8 @@ if device.type == "cpu":
 # AMX) may then compute ``"medium"`` products in bfloat16. The cell sets each level,
 # prints the per-backend settings it implies where this torch has them, and measures the
 # error against a float64 product (computed on the CPU when the device lacks float64).
+# The last line gives the scale: the error of the same product with its inputs rounded
+# to bfloat16.
 b = torch.randn(n, n, device=device)
 exact = a.cpu().double() @ b.cpu().double() if device.type == "mps" else a.double() @ b.double()
 backends = {
@@ -324,6 +326,9 @@ for level in levels:
     implied = {k: getattr(m, "fp32_precision", "-") for k, m in backends.items() if m is not None}
     print(f"{level:<8} error vs float64 {errors[level]:.1e}   implies {implied}")
 torch.set_float32_matmul_precision("highest")
+a16, b16 = (t.to(torch.bfloat16).to(exact.device, exact.dtype) for t in (a, b))  # rounded
+bf16_error = ((a16 @ b16 - exact).norm() / exact.norm()).item()
+print(f"inputs rounded to bfloat16: error vs float64 {bf16_error:.1e}")
 
 # sphinx_gallery_start_ignore
 assert errors["highest"] < 1e-5, errors
@@ -332,9 +337,10 @@ assert errors["highest"] < 1e-5, errors
 # %%
 # Whether fewer bits are used, and faster, depends on the hardware: TF32 needs an NVIDIA
 # GPU since Ampere, bfloat16 on a CPU needs oneDNN kernels for it. A level without such
-# kernels falls back (``"medium"`` to ``"high"``, ``"high"`` to ``"highest"``) and has the
-# error of the level it fell back to. The expectations below test ``"high"`` on CUDA and
-# ``"medium"`` elsewhere.
+# kernels falls back (``"medium"`` to ``"high"``, ``"high"`` to ``"highest"``) and has
+# about the error of the level it fell back to, while a product that really rounds to
+# bfloat16 comes near the last line above. The expectations below test ``"high"`` on
+# CUDA and ``"medium"`` elsewhere.
 fast = "high" if device.type == "cuda" else "medium"
 
 
@@ -359,6 +365,17 @@ _ = expect(
 _ = expect(
     f'"{fast}" precision makes a float32 product faster', speedup(*speeds), above=1.0, device=device
 )
+
+# %%
+# On a CPU, both verdicts turn on whether torch uses oneDNN's bfloat16 kernels there:
+# where it uses none, ``"medium"`` has no bfloat16 path to take, runs as
+# ``"highest"`` and changes neither the error nor the time. This machine's side:
+if device.type == "cpu":
+    from effpt.machine import bfloat16_support
+
+    print(bfloat16_support())
+else:
+    print(f"on {device.type}, the CPU's bfloat16 kernels do not decide these verdicts")
 
 # %%
 # Newer torch also has per-backend switches, such as
@@ -425,12 +442,16 @@ if device.type == "cuda":
 
 # %%
 # The figure shows the errors measured above against float64, on a log scale: one point
-# per precision level on this build's device. Where the device ignores the setting (a
-# CPU without a faster float32 path), the three points coincide.
+# per precision level on this build's device, and a dotted line at the error of inputs
+# rounded to bfloat16, where a level that computes in bfloat16 would sit. Where the
+# device ignores the setting (a CPU without a faster float32 path), the three points
+# coincide.
 import matplotlib.pyplot as plt
 
 fig, ax = plt.subplots(figsize=(6, 2.6), layout="constrained")
 ax.scatter(list(errors.values()), list(errors), color=["C0", "C1", "C3"], zorder=3)
+ax.axvline(bf16_error, color="0.5", linestyle=":", label="inputs rounded to bfloat16")
+ax.legend(loc="center", fontsize="small")
 ax.set_xscale("log")
 ax.grid(axis="x", which="both", alpha=0.3)
 ax.invert_yaxis()

@@ -24,8 +24,6 @@ and :class:`torch.inference_mode` turn that work off, each to a different depth;
 compute and nothing else. This page shows what each switch turns off, measures what that
 saves on the machine that built it, shows the rule ``inference_mode`` adds, and measures
 how batch size trades latency for throughput.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_inference_mode.py``.
 """
 
 # %%

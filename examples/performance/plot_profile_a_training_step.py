@@ -23,8 +23,6 @@ how long it took and what it allocated. This page profiles the step of a small
 classifier (load a batch, forward, backward, optimizer), reads the profiler's tables,
 records steps on a schedule, exports a trace and draws it, and works out which share of
 the step each phase takes and how much of it runs inside operators.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_profile_a_training_step.py``.
 """
 
 # %%
@@ -97,6 +95,13 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, batches of {b
 # On a CUDA GPU the table also has a row per kernel and a second row per label, its
 # span on the device; a sum must take rows of one kind, which
 # :func:`effpt.profiling.profiler_rows` picks.
+#
+# Predict first, before the tables answer it: on your machine, does backward take longer
+# than forward, and does the optimizer take under a quarter of the step? A later section
+# measures both. The first line printed is the load average: an operator that waits for a
+# core busy with other programs looks slow in every table.
+import os
+
 from torch.profiler import ProfilerActivity, profile
 
 from effpt.profiling import profiler_rows
@@ -105,6 +110,8 @@ activities = [ProfilerActivity.CPU]
 if device.type == "cuda":
     activities.append(ProfilerActivity.CUDA)
 
+if hasattr(os, "getloadavg"):
+    print(f"load average, last minute: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 with profile(activities=activities) as prof:
     for _ in range(3):
         train_step()
@@ -364,8 +371,8 @@ for r in recorded:  # nested spans: the parts never exceed the whole
 # second), so it should take longer, unless each operator's fixed cost outweighs its
 # arithmetic (small layers, a busy machine, threads waiting for each other). More
 # threads shorten the matrix products but not the fixed costs, so every share moves
-# with the machine. Predict first: on your machine, does backward take longer than
-# forward, and does the optimizer take under a quarter of the step?
+# with the machine. The two verdicts below score the predictions asked for before the
+# first table.
 from effpt.bench import Timing
 from effpt.expect import expect
 from effpt.records import speedup
@@ -386,12 +393,12 @@ _ = expect(
 # The optimizer is often assumed to be a small part of a step. Adam runs several
 # elementwise operations per parameter tensor, each a pass over the whole tensor, while
 # the matrix products' work grows with the batch: with a small batch the two can be of
-# a size. On a CPU or MPS its default handles one parameter per call; on a CUDA GPU it
-# defaults to ``foreach`` operators that handle all of them at once. The optimizer's
-# time per call in the phase table hints at which cost dominates (a microsecond or so:
-# dispatch; tens of microseconds: memory traffic). The :mod:`torch.optim`
-# documentation ranks ``fused=True`` ahead of ``foreach`` where a device has it (not
-# timed here).
+# a size. Its default handles one parameter per call on a CPU or MPS, all of them at
+# once (``foreach`` operators) on a CUDA GPU. The optimizer's time per call in the phase
+# table hints at which cost dominates (about a microsecond: dispatch; tens of
+# microseconds: memory traffic; milliseconds, for tensors this small: waiting for a busy
+# core). The :mod:`torch.optim` documentation ranks ``fused=True`` ahead of ``foreach``
+# where a device has it (not timed here).
 shares = [100 * r["optimizer"]["wall"] / r["step"] for r in recorded]
 quartiles = statistics.quantiles(shares, n=4, method="inclusive")
 _ = expect(
@@ -400,6 +407,14 @@ _ = expect(
     below=25,
     unit="%",
     device=device,
+)
+
+# %%
+# On a CPU, threads and kernels decide this share: one thread or portable kernels
+# raise it.
+print(
+    f"intra-op threads: {torch.get_num_threads()}; "
+    f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}"
 )
 
 # %%
@@ -497,5 +512,4 @@ assert any(frame.startswith("nn.Module: Linear_") for frame in frames), sorted(f
 #
 # `PyTorch's profiler recipe
 # <https://docs.pytorch.org/tutorials/recipes/recipes/profiler_recipe.html>`__
-# introduces the same API (the tables, ``record_function``, memory, stacks, schedules
-# and traces); this page measures what it shows on the machine that built it.
+# introduces the same API; this page measures it.

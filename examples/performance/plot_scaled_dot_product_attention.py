@@ -27,8 +27,6 @@ function in one call, and lets PyTorch pick a fused kernel that need not store t
 matrix. This page checks that the two agree, with masks, causal attention and dropout;
 times both and counts their memory as the sequence grows; shows which kernel ran; and
 ends with FlexAttention, which takes variants of attention written as Python functions.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_scaled_dot_product_attention.py``.
 """
 
 # %%
@@ -229,9 +227,8 @@ _ = expect(
 
 # %%
 # On one thread there is no pool to split the work, so the comparison is between the
-# two kernels alone. :func:`effpt.bench.on_one_thread` runs it on one thread and
-# restores the thread count; where the device is a GPU, or the CPU runs one thread
-# already, it says so instead.
+# two kernels alone. Where the device is a GPU, or the CPU runs one thread already,
+# the cell says so instead.
 from effpt.bench import on_one_thread
 
 one = on_one_thread(
@@ -240,13 +237,13 @@ one = on_one_thread(
     ),
     device,
 )
-if one is not None:  # None: it printed why there is no one-thread run
-    one_thread, machine = one
+if one is not None:  # None: a GPU, or one thread already; it printed which
+    timed, one_thread = one
     _ = expect(
         f"SDPA beats attention written by hand at L={max_len} ({dtype}, 1 thread)",
-        speedup(one_thread[0], one_thread[1]),
+        speedup(timed[0], timed[1]),
         above=1.0,
-        device=machine,  # the machine as measured: one thread
+        device=one_thread,  # the machine as it ran: one thread
     )
 
 # %%

@@ -26,8 +26,6 @@ batch; done slightly wrong, it is a different step and nothing warns you. This p
 accumulation against one large batch, shows three ways to break the match, counts what
 ``no_sync()`` saves with :class:`~torch.nn.parallel.DistributedDataParallel` over two
 processes, and places the GradScaler's ``unscale_`` once per step.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_accumulate_gradients.py``.
 """
 
 # %%
@@ -156,20 +154,28 @@ if MAIN:
 
 # %%
 # The figure puts the gaps side by side on a log scale, one point each: green is float
-# rounding, red a mistake in the loop (the ragged mean), orange a difference that
-# BatchNorm's design implies, which no loop can remove. A gap of exactly 0 would be
-# drawn at 1e-9.
+# rounding, red a mistake in the loop (the undivided loss, the ragged mean), orange a
+# difference that BatchNorm's design implies, which no loop can remove. A gap of exactly
+# 0 would be drawn at 1e-9.
 import matplotlib.pyplot as plt
 
 if MAIN:
     names = list(gaps)
     fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
-    points = [max(gaps[n], 1e-9) for n in names]
-    kinds = {"mean of a ragged last batch": "C3", "with BatchNorm1d": "C1"}
-    colors = [kinds.get(n, "C2") for n in names]
-    ax.scatter(points, names, color=colors, zorder=3)
+    kind_of = {
+        "loss not divided": "mistake in the loop",
+        "mean of a ragged last batch": "mistake in the loop",
+        "with BatchNorm1d": "BatchNorm's design",
+    }
+    colors = {"float rounding": "C2", "mistake in the loop": "C3", "BatchNorm's design": "C1"}
+    for kind, color in colors.items():
+        rows = [i for i, n in enumerate(names) if kind_of.get(n, "float rounding") == kind]
+        points = [max(gaps[names[i]], 1e-9) for i in rows]
+        ax.scatter(points, rows, color=color, zorder=3, label=kind)
+    ax.set_yticks(range(len(names)), names)
     ax.grid(axis="x", which="both", alpha=0.3)
     ax.set_xscale("log")
+    ax.legend(fontsize="small", loc="center")
     ax.invert_yaxis()
     ax.set(xlabel="relative gap to the large batch's gradient", title="Accumulated gradients")
     plt.show()

@@ -25,8 +25,6 @@ its last checkpoint. That takes more than the model's weights. This page saves
 everything a run's future depends on, proves that a stopped and resumed run matches the
 uninterrupted one bit for bit, shows what a checkpoint of weights and optimizer alone
 changes, and saves from two processes with :mod:`torch.distributed.checkpoint`.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkpoint_and_resume.py``.
 """
 
 # %%
@@ -37,8 +35,8 @@ To run this page on its own: ``pip install effpt==0.3.0 --find-links https://eff
 # draws from torch's generator, an augmentation that draws from Python's :mod:`random`
 # and NumPy, and a :class:`~torch.utils.data.distributed.DistributedSampler` whose
 # shuffle is a function of its seed and epoch. The last part of the page starts
-# processes, which re-import this file under spawn; the work sits under ``MAIN`` (see
-# :doc:`/explanations/workers`).
+# processes, which re-import this file under spawn or forkserver; the work sits under
+# ``MAIN`` (see :doc:`/explanations/workers`).
 import random
 from types import SimpleNamespace
 
@@ -236,7 +234,11 @@ if MAIN:
     )
     ax.semilogy(resumed[False], linewidth=1.2, color="C3", label="resumed, model + optimizer")
     ax.axvline(len(first_half) - 0.5, color="gray", linewidth=0.8)
-    ax.set(xlabel="step (checkpoint at the gray line)", ylabel="training loss")
+    ax.set(
+        xlabel="step (checkpoint at the gray line)",
+        ylabel="training loss",
+        title="Resumed runs against the uninterrupted one",
+    )
     ax.legend()
     plt.show()
 
@@ -302,6 +304,8 @@ if MAIN:
     method = "fork" if no_file and "fork" in get_all_start_methods() else None
     trained = launch(dcp_rank, args=(path,), world_size=2, timeout_s=120, start_method=method)
     print(sorted((f.name, f.stat().st_size) for f in Path(path).iterdir()))
+    stored = dcp.FileSystemReader(path).read_metadata().storage_data  # where each tensor went
+    print({index.fqn: info.relative_path for index, info in stored.items()})
     single = nn.Linear(8, 4)  # fresh weights, about to be overwritten
     state = {"model": single.state_dict()}
     with warnings.catch_warnings(record=True) as caught:
@@ -318,12 +322,15 @@ if MAIN:
     assert torch.equal(trained[0], trained[1])
     assert torch.equal(loaded, trained[0])
     assert {".metadata", "__0_0.distcp", "__1_0.distcp"} <= {f.name for f in Path(path).iterdir()}
+    assert sorted(i.fqn for i in stored) == ["model.bias", "model.weight"], stored
 # sphinx_gallery_end_ignore
 
 # %%
-# The folder holds one ``.distcp`` file per rank and the ``.metadata``. Writing the
-# files, loading them safely and loading large ones cheaply is
-# :doc:`plot_checkpoint_files`. The page is done with its files; it deletes their folder:
+# The folder holds one ``.distcp`` file per rank and the ``.metadata``, which maps each
+# tensor to one file only (the second line above): DCP writes a tensor that several
+# ranks hold once, not once per rank. Writing the files, loading them safely and loading
+# large ones cheaply is :doc:`plot_checkpoint_files`. The page is done with its files;
+# it deletes their folder:
 if MAIN:
     workdir.cleanup()
 

@@ -25,8 +25,6 @@ page writes a checkpoint so that a crash mid-write leaves the previous one in pl
 loads it with ``weights_only=True`` behind a loader that refuses truncated and foreign
 files by name, and measures what ``mmap=True`` and a model built on the ``meta`` device
 save when the checkpoint is large.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_checkpoint_files.py``.
 """
 
 # %%

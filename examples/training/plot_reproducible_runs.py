@@ -23,8 +23,6 @@ same random stream, some kernels add in a different order every time, and the nu
 threads changes the order of a sum. This page pins down each of these, shows what
 :func:`torch.use_deterministic_algorithms` refuses, and measures on this machine what
 no flag can promise.
-
-To run this page on its own: ``pip install effpt==0.3.0 --find-links https://effpt.github.io/effpt/packages/``, then ``python plot_reproducible_runs.py``.
 """
 
 # %%

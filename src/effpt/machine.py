@@ -9,6 +9,12 @@ A machine also carries the environment variables that change timings when they a
 (:data:`TIMING_VARIABLES`, read by :func:`timing_environment`): a run with
 ``OMP_NUM_THREADS=1`` or ``OMP_WAIT_POLICY=PASSIVE`` is not the same machine as one
 without, and its stamp and records say so.
+
+:func:`bfloat16_support` says whether this CPU has native bfloat16 instructions and
+whether torch's oneDNN bfloat16 kernels are in use here: where they are not, a bfloat16
+matrix product or convolution falls back to a generic kernel many times slower than
+float32. It imports torch only when it must ask it. :func:`load_line` prints the load
+average beside the cores, for verdicts that other work on the machine can decide.
 """
 
 from __future__ import annotations
@@ -17,9 +23,18 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["TIMING_VARIABLES", "Machine", "timing_environment"]
+__all__ = [
+    "BFLOAT16_FLAGS",
+    "TIMING_VARIABLES",
+    "Bfloat16Support",
+    "Machine",
+    "bfloat16_support",
+    "load_line",
+    "timing_environment",
+]
 
 #: Environment variables that change how fast torch runs when they are set (thread
 #: counts, how OpenMP's idle threads wait, the instruction set of the CPU kernels and of
@@ -270,3 +285,119 @@ class Machine:
             msg = f"{where}: no 'machine' field"
             raise ValueError(msg)
         return cls.read(data["machine"], where)
+
+
+#: The names ``/proc/cpuinfo`` gives native bfloat16 arithmetic: x86's AVX512-BF16 and
+#: AMX-BF16 (on its ``flags`` line), Arm's BF16 (on its ``Features`` line).
+BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16", "bf16")
+_FLAG_LINE = re.compile(r"^(?:flags|features)\s*:(.*)$", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Bfloat16Support:
+    """What decides whether bfloat16 products are fast on this CPU.
+
+    ``instructions``: the native bfloat16 instructions the CPU lists (``()`` for none),
+    or ``None`` where there is no ``/proc/cpuinfo`` or it lists no flags. ``onednn``: whether torch
+    sends bfloat16 products to oneDNN here, or ``None`` where this torch cannot say.
+    oneDNN needs AVX-512 or Arm's BF16 for them, and ``ONEDNN_MAX_CPU_ISA`` can cap it
+    below that: a CPU can list the instructions while torch does not use them.
+    """
+
+    instructions: tuple[str, ...] | None
+    onednn: bool | None
+
+    def __str__(self) -> str:
+        if self.instructions is None:
+            listed = "unknown (no CPU flags in /proc/cpuinfo here)"
+        else:
+            listed = ", ".join(self.instructions) or "none listed in /proc/cpuinfo"
+        kernels = {
+            True: "oneDNN's",
+            False: "none of oneDNN's (generic fallback kernels)",
+            None: "unknown (this torch cannot say)",
+        }[self.onednn]
+        return f"native bfloat16 instructions: {listed}; bfloat16 kernels: {kernels}"
+
+
+def bfloat16_support(cpuinfo: str | None = None, onednn: bool | None = None) -> Bfloat16Support:
+    r"""Whether this CPU has native bfloat16 instructions and torch uses oneDNN for them.
+
+    ``cpuinfo`` is the text of ``/proc/cpuinfo`` (default: read it where it exists); only
+    its ``flags``/``Features`` lines count, so a model name that contains "bf16" does
+    not. ``onednn`` overrides torch's own answer
+    (``torch.ops.mkldnn._is_mkldnn_bf16_supported``, asked when it is ``None``).
+
+    Examples
+    --------
+    >>> text = "model name : AMD EPYC bf16\nflags : fpu avx2 avx512f avx512_bf16\n"
+    >>> support = bfloat16_support(text, onednn=False)
+    >>> support.instructions
+    ('avx512_bf16',)
+    >>> print(support)
+    native bfloat16 instructions: avx512_bf16; bfloat16 kernels: none of oneDNN's (generic fallback kernels)
+    >>> bfloat16_support("flags : fpu avx2 fma\n", onednn=True).instructions
+    ()
+    >>> bfloat16_support("processor : 0\n", onednn=True).instructions is None
+    True
+    >>> bfloat16_support(b"flags : avx2", onednn=True)
+    Traceback (most recent call last):
+    ...
+    TypeError: cpuinfo must be the text of /proc/cpuinfo (str) or None, got bytes
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            cpuinfo = None
+    elif not isinstance(cpuinfo, str):
+        msg = (
+            f"cpuinfo must be the text of /proc/cpuinfo (str) or None, got {type(cpuinfo).__name__}"
+        )
+        raise TypeError(msg)
+    if onednn is not None and not isinstance(onednn, bool):
+        msg = f"onednn must be True, False or None, got {onednn!r}"
+        raise TypeError(msg)
+    lines = _FLAG_LINE.findall(cpuinfo) if cpuinfo is not None else []
+    listed = {flag for line in lines for flag in line.split()}
+    instructions = tuple(f for f in BFLOAT16_FLAGS if f in listed) if lines else None
+    if onednn is None:
+        onednn = _onednn_bfloat16()
+    return Bfloat16Support(instructions, onednn)
+
+
+def _onednn_bfloat16() -> bool | None:
+    """torch's own answer: are bfloat16 products sent to oneDNN here? None if unknown."""
+    try:
+        import torch  # noqa: PLC0415 - this module loads without torch
+
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (ImportError, AttributeError, RuntimeError):  # no torch, or built without oneDNN
+        return None
+
+
+def load_line(loadavg: tuple[float, float, float] | None = None, cores: int | None = None) -> str:
+    """The last minute's load average beside the cores, as a page prints it.
+
+    ``loadavg`` and ``cores`` default to :func:`os.getloadavg` and :func:`os.cpu_count`;
+    where the OS has no load average (Windows) the line says so instead of failing.
+
+    Examples
+    --------
+    >>> load_line((3.25, 1.0, 0.5), cores=2)
+    'load average, last minute: 3.2 on 2 cores'
+    >>> load_line((0.0, 0.0, 0.0), cores=1)
+    'load average, last minute: 0.0 on 1 core'
+    >>> load_line(()).startswith("load average: not reported")
+    True
+    """
+    if cores is None:
+        cores = os.cpu_count() or 1
+    if loadavg is None and hasattr(os, "getloadavg"):
+        try:
+            loadavg = os.getloadavg()
+        except OSError:  # the OS keeps none
+            loadavg = ()
+    if not loadavg:
+        return f"load average: not reported by this OS; {cores} core{'s' * (cores != 1)}"
+    return f"load average, last minute: {loadavg[0]:.1f} on {cores} core{'s' * (cores != 1)}"

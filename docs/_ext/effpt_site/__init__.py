@@ -18,7 +18,8 @@
   with each one's bound, this build's value and verdict, and how it fared elsewhere.
 * :mod:`effpt_site.page_checks`: checks that fail the build.
 * :mod:`effpt_site.packages`: the wheel and sdist of effpt that the site serves, which
-  every page's install line names.
+  every page's install line names; :mod:`effpt_site.downloads` writes that line into
+  each downloadable script.
 * :mod:`effpt_site.decorations`: each gallery page's torch badge and run stamp.
 * :mod:`effpt_site.exec_times`: the execution-times page.
 * :mod:`effpt_site.compat`: the compatibility page and each page's torch badge.
@@ -57,6 +58,7 @@ MODULES = (
     "compat",
     "coverage",
     "decorations",
+    "downloads",
     "exec_times",
     "expectations",
     "i18n",

@@ -8,8 +8,12 @@ with the page (its text lands in the page's catalogue)::
        :read-first: :doc:`/explanations/timing`
        :needs: A CPU is enough; the last section uses a GPU when there is one.
 
-The box adds how long the page ran on the machine that built the site (its
-sphinx-gallery cost); the torch versions it was verified on are the badge beside it.
+The box adds the line that runs the page on its own (effpt's install command for the
+version the site was built with, :func:`effpt_site.packages.install_command`, then
+``python`` and the script's name): the box makes it, so that a release changes one file
+(``src/effpt/__init__.py``) and no page states a version that goes stale. It also adds
+how long the page ran on the machine that built the site (its sphinx-gallery cost); the
+torch versions it was verified on are the badge beside it.
 Every gallery page states one, directly under its title, with all three parts
 (``tests/test_page_sources.py`` checks each page's source).
 
@@ -33,6 +37,7 @@ from docutils.statemachine import StringList
 from effpt_site.i18n import freeze, translate
 from effpt_site.layout import generated_dir
 from effpt_site.outputs import read_cost
+from effpt_site.packages import install_command
 
 #: The box's parts, in the order shown, with their headings.
 PARTS = {
@@ -69,6 +74,7 @@ class BeforeYouStart(Directive):
             self.state.nested_parse(lines, line or 0, body)
             field += body
             fields += field
+        fields += run_alone_field(language, Path(env.docname).name + ".py")
         cost = read_cost(env.srcdir, env.docname)
         if cost is not None:
             seconds = cost.seconds
@@ -94,6 +100,27 @@ class BeforeYouStart(Directive):
             fields += field
         box += fields
         return [box]
+
+
+def run_alone_field(language: str, script: str) -> nodes.field:
+    """The box's "Run it on its own" line: the install command, then ``python`` and the script.
+
+    Examples
+    --------
+    >>> field = run_alone_field("en", "plot_modules.py")
+    >>> print(field.astext())  # doctest: +ELLIPSIS
+    Run it on its own
+    <BLANKLINE>
+    pip install effpt==... --find-links https://.../packages/, then python plot_modules.py
+    """
+    field = nodes.field()
+    field += freeze(nodes.field_name(text=translate(language, "Run it on its own")))
+    body = nodes.paragraph()
+    body += nodes.literal(text=install_command())
+    body += nodes.Text(translate(language, ", then "))
+    body += nodes.literal(text=f"python {script}")
+    field += freeze(nodes.field_body("", body))
+    return field
 
 
 def compiles(script: Path) -> bool:

@@ -25,7 +25,7 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 #: At-rules whose block holds rules (pruned inside) rather than declarations.
@@ -157,31 +157,55 @@ def serialize(rules: Iterable[Rule]) -> str:
     return "".join(out)
 
 
+def _outside_strings(text: str) -> Iterator[tuple[int, str, int]]:
+    r"""Walk ``text`` past its strings: ``(index, piece, depth)`` for each other character
+    and each escape (a backslash and the character after it, one piece).
+
+    ``depth`` counts the parentheses and brackets open around the piece (a bracket
+    itself stands outside the pair it opens or closes).
+
+    >>> [(p, d) for _, p, d in _outside_strings('a("x")')]
+    [('a', 0), ('(', 0), (')', 0)]
+    >>> [(p, d) for _, p, d in _outside_strings(r"[\,]")]
+    [('[', 0), ('\\,', 1), (']', 0)]
+    """
+    depth, i = 0, 0
+    while i < len(text):
+        char = text[i]
+        if char in "\"'":
+            i = _skip_string(text, i)
+            continue
+        piece = text[i : i + 2] if char == "\\" else char
+        if char in ")]":
+            depth = max(depth - 1, 0)
+        yield i, piece, depth
+        if char in "([":
+            depth += 1
+        i += len(piece)
+
+
+def split_top_level(text: str, separator: str) -> list[str]:
+    """Split ``text`` on each ``separator`` outside strings, brackets and parentheses.
+
+    >>> split_top_level('a;b:url("x;y");c:f(1;2)', ";")
+    ['a', 'b:url("x;y")', 'c:f(1;2)']
+    """
+    parts, start = [], 0
+    for i, piece, depth in _outside_strings(text):
+        if piece == separator and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
 def split_selectors(prelude: str) -> list[str]:
     """Split a selector list on its top-level commas.
 
     >>> split_selectors('a, :is(.b, .c) d, [title="x,y"]')
     ['a', ':is(.b, .c) d', '[title="x,y"]']
     """
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(prelude):
-        char = prelude[i]
-        if char in "\"'":
-            i = _skip_string(prelude, i)
-            continue
-        if char == "\\":
-            i += 2
-            continue
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append(prelude[start:i].strip())
-            start = i + 1
-        i += 1
-    parts.append(prelude[start:].strip())
-    return [p for p in parts if p]
+    return [p.strip() for p in split_top_level(prelude, ",") if p.strip()]
 
 
 _NAME = re.compile(r"[.#]((?:[\w-]|\\[0-9a-fA-F]{1,6} ?|\\.|[^\x00-\x7f])+)")
@@ -200,24 +224,8 @@ def names_required(selector: str) -> set[str]:
     >>> names_required('a[href$=".pdf"]')
     set()
     """
-    flat, depth, i = [], 0, 0
-    while i < len(selector):
-        char = selector[i]
-        if char in "\"'":
-            i = _skip_string(selector, i)
-            continue
-        if char == "\\":
-            if depth == 0:
-                flat.append(selector[i : i + 2])
-            i += 2
-            continue
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth -= 1
-        elif depth == 0:
-            flat.append(char)
-        i += 1
+    brackets = ("(", ")", "[", "]")
+    flat = [p for _, p, depth in _outside_strings(selector) if depth == 0 and p not in brackets]
     return {_unescape(m.group(1)) for m in _NAME.finditer("".join(flat))}
 
 

@@ -24,7 +24,7 @@ from docutils import nodes
 from effpt.machine import Machine
 from effpt_site.compat import badge
 from effpt_site.i18n import freeze, language_of, translate
-from effpt_site.layout import example_pages
+from effpt_site.layout import page_stem
 from effpt_site.outputs import conf_of, read_cost, read_stamp, stamp_file
 from effpt_site.page_checks import not_executed_reason
 
@@ -119,7 +119,7 @@ def move_download_note(doctree: nodes.document, section: nodes.section) -> bool:
 def decorate(app, doctree) -> None:
     """doctree-read hook: a gallery page gets its badge under the title, its stamp at the end."""
     docname = app.env.docname
-    stem = {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
+    stem = page_stem(app, docname)
     if stem is None:
         return
     section = next(iter(doctree.findall(nodes.section)), None)

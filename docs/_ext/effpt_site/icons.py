@@ -65,25 +65,7 @@ def declarations(body: str) -> list[tuple[str, str]]:
     >>> declarations('color:red;content:"a;b";--Icon:var(--x, ";")')
     [('color', 'red'), ('content', '"a;b"'), ('--Icon', 'var(--x, ";")')]
     """
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(body):
-        char = body[i]
-        if char in "\"'":
-            match = _STRING.match(body, i)
-            i = match.end() if match else len(body)
-            continue
-        if char == "\\":
-            i += 2
-            continue
-        if char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(depth - 1, 0)
-        elif char == ";" and depth == 0:
-            parts.append(body[start:i])
-            start = i + 1
-        i += 1
-    parts.append(body[start:])
+    parts = cssprune.split_top_level(body, ";")
     pairs = []
     for part in parts:
         name, colon, value = part.partition(":")

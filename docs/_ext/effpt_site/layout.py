@@ -117,6 +117,11 @@ def example_pages(app) -> dict[str, str]:
     return pages
 
 
+def page_stem(app, docname: str) -> str | None:
+    """The stem of the example whose page is ``docname``; None for any other document."""
+    return {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
+
+
 def header_title_and_intro(folder: Path) -> tuple[str, str]:
     """A family's title and first paragraph, from its GALLERY_HEADER.rst."""
     lines = (folder / "GALLERY_HEADER.rst").read_text(encoding="utf-8").splitlines()

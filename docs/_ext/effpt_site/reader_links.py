@@ -28,7 +28,7 @@ import effpt
 from effpt.device import describe
 from effpt.machine import Machine
 from effpt_site.i18n import language_of, translate
-from effpt_site.layout import example_pages
+from effpt_site.layout import example_pages, page_stem
 from effpt_site.outputs import conf_of, read_stamp, stamp_file
 
 COLAB = "https://colab.research.google.com/github"
@@ -135,7 +135,7 @@ def build_machine() -> str:
 
 def page_machine(app, docname: str) -> str:
     """The machine a gallery page's output came from (its stamp), else the build's own."""
-    stem = {doc: stem for stem, doc in example_pages(app).items()}.get(docname)
+    stem = page_stem(app, docname)
     if stem is not None:
         conf = conf_of(app)
         stamp = read_stamp(conf, stem)

@@ -25,7 +25,7 @@ from docutils import nodes
 from effpt.expect import Expectation
 from effpt_site import across_machines as across
 from effpt_site.i18n import freeze, language_of, translate_data, translator
-from effpt_site.layout import example_pages
+from effpt_site.layout import page_stem
 
 #: The class of a verdict word in the box, by verdict (the same as the grid's cells).
 VERDICT_CLASS = {
@@ -104,7 +104,7 @@ def box(
 def add_boxes(app, doctree) -> None:
     """doctree-read: after each output block that prints expectations, their verdict box."""
     docname = app.env.docname
-    stem = {doc: s for s, doc in example_pages(app).items()}.get(docname)
+    stem = page_stem(app, docname)
     if stem is None:
         return
     folder = across.evidence_dir(app)

@@ -122,22 +122,13 @@ def decode_image(data: bytes, where: str = "<bytes>") -> torch.Tensor:
     return torch.from_numpy(pixels).permute(2, 0, 1).contiguous()  # (3, height, width)
 
 
-def _is_image_file(path: Path) -> bool:
-    """Whether ``path`` is a file (through links); a link to nothing raises, naming it."""
-    if path.is_file():
+def _is(path: Path, kind: Callable[[Path], bool], what: str = "") -> bool:
+    """Whether ``kind(path)`` (``Path.is_file``, ``Path.is_dir``: through links); a link to
+    nothing raises, naming it (after ``what``, e.g. ``"class folder "``)."""
+    if kind(path):
         return True
     if path.is_symlink() and not path.exists():
-        msg = f"'{path}' is a link to '{path.readlink()}', which does not exist"
-        raise FileNotFoundError(msg)
-    return False
-
-
-def _is_class_folder(path: Path) -> bool:
-    """Whether ``path`` is a folder (through links); a link to nothing raises, naming it."""
-    if path.is_dir():
-        return True
-    if path.is_symlink() and not path.exists():
-        msg = f"class folder '{path}' is a link to '{path.readlink()}', which does not exist"
+        msg = f"{what}'{path}' is a link to '{path.readlink()}', which does not exist"
         raise FileNotFoundError(msg)
     return False
 
@@ -185,12 +176,14 @@ class ImageFolder(Dataset):
             raise TypeError(msg)
         # A class folder that is a link to nothing raises: dropping it would give every
         # later class another label.
-        self.classes = sorted(p.name for p in root.iterdir() if _is_class_folder(p))
+        self.classes = sorted(
+            p.name for p in root.iterdir() if _is(p, Path.is_dir, "class folder ")
+        )
         self.samples = [
             (str(path), label)
             for label, name in enumerate(self.classes)
             for path in sorted((root / name).iterdir())
-            if path.suffix.lower() in IMAGE_SUFFIXES and _is_image_file(path)
+            if path.suffix.lower() in IMAGE_SUFFIXES and _is(path, Path.is_file)
         ]
         if not self.samples:
             msg = f"image folder '{root}' holds no images laid out as <root>/<class>/<image>"
