@@ -270,9 +270,10 @@ for (name, t), row in bandwidth.items():
 # where the bytes outgrow one, memory slows the copy, and a fused kernel bound by
 # memory with it. *Threads* bend the all-threads line: below the grain size (32,768
 # elements for elementwise work on a CPU) an eager operation or a copy stays on one
-# thread, so there a gap between eager's or the copy's two lines is only the load's
-# drift between the two blocks of timings. The lines under the figure compare the copy on the two thread
-# counts at each size, and say which side of the grain size it is on.
+# thread, so there a gap between eager's or the copy's two lines is only load drift
+# between the two blocks of timings. The lines under the figure compare the copy on both
+# thread
+# counts at each size and say which side of the grain size it is on.
 #
 # The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while
 # the IoU writes one byte for every eight it reads, and on most CPUs a write first

@@ -310,8 +310,8 @@ if device.type == "cpu":
 # AMX) may then compute ``"medium"`` products in bfloat16. The cell sets each level,
 # prints the per-backend settings it implies where this torch has them, and measures the
 # error against a float64 product (computed on the CPU when the device lacks float64).
-# The last line gives the scale: the error of the same product with its inputs rounded
-# to bfloat16.
+# The last line, for scale, is the error with
+# inputs rounded to bfloat16.
 b = torch.randn(n, n, device=device)
 exact = a.cpu().double() @ b.cpu().double() if device.type == "mps" else a.double() @ b.double()
 backends = {
