@@ -202,7 +202,9 @@ def measure(n):
     b = torch.randn(batch, 1, fb, device=device)  # (batch, 1, fb)
     variants = {"tile + concat": lambda: tile_and_concat(a, b), "Merge": lambda: merge(a, b)}
     with torch.no_grad():
-        records = compare(f"combine features, n={n}", variants, device=device, show=False)
+        records = compare(
+            f"combine features, n={n}", variants, device=device, budget_s=0.2, show=False
+        )
         memory = [peak_bytes(fn) for fn in variants.values()]
     return records, memory
 
@@ -274,7 +276,7 @@ with torch.no_grad():
         "Merge: linear of b": lambda: merge.proj_b(b),
         "Merge: add + relu": lambda: torch.relu(pa + pb),
     }
-    parts = compare(f"steps at n={n}", steps, device=device, show=False)
+    parts = compare(f"steps at n={n}", steps, device=device, budget_s=0.2, show=False)
 for record in parts:
     print(f"{record.variant:<34}{format_seconds(record.median_s):>10}")
 by_name = {r.variant: r for r in parts}

@@ -374,13 +374,12 @@ for batch in batch_sizes:
 # -----------------------------------
 # On a CPU the vectorised kernels split their work among PyTorch's threads once it is
 # large enough; the loop's small operations never do. When other processes keep every
-# core busy, a kernel that has split its work waits at its end for a helper thread
-# that the operating system has not yet scheduled: often a whole time slice, several
-# milliseconds, where the copy itself takes a fraction of one. So the largest batch's
-# flat + index_select is timed again on all threads and on one, taking turns. A
-# one-thread time far below the all-threads time is this machine's load at work, not
-# the gather, and the growth and gains measured below on all threads then measure that
-# load too.
+# core busy, a kernel that split its work waits at its end for a helper thread that
+# the operating system has not yet scheduled: often a time slice of several
+# milliseconds, for a copy that takes a fraction of one. So the largest batch's
+# flat + index_select is timed again on all threads and on one, taking turns. Where one
+# thread is far faster, the growth and gains below measure this machine's load as much
+# as the gather.
 last_batch = batch_sizes[-1]
 if device.type == "cpu" and all_threads > 1:
     last_data, last_index = make_inputs(last_batch)

@@ -246,7 +246,7 @@ with torchscript_quietly():
             if device.type == "cpu":
                 task += f", {t} thread{'s' * (t > 1)}"
             show = n == 10**5 and t == threads
-            for record in compare(task, timed, device=device, show=show):
+            for record in compare(task, timed, device=device, budget_s=0.2, show=show):
                 records[record.variant, n, t] = record
         torch.set_num_threads(threads)
 
