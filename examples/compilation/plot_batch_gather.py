@@ -344,9 +344,7 @@ assert torch.equal(batch_gather(data, index), gather_loop(data, index))
 # returns (how ``compare`` measures: :doc:`/explanations/timing`).
 from effpt.bench import compare, speedup
 
-batch_sizes = (
-    [8, 64, 256, 1024, 4096, 16384] if device.type == "cuda" else [8, 64, 256, 1024, 4096]
-)
+batch_sizes = [8, 64, 256, 1024, 4096, 16384] if device.type == "cuda" else [8, 64, 256, 1024, 4096]
 variants = {
     "python loop": gather_loop,
     "TorchScript loop": gather_loop_scripted,
