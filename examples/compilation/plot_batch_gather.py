@@ -178,7 +178,7 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # wider the rows, the more the copy in one piece saves, so on one thread
 # index_select's lead should grow with the width.
 #
-# The function below picks 8,192 rows both ways; each of 5 rounds times the two back
+# The function below picks 8,192 rows both ways; each of 7 rounds times the two back
 # to back, so that a change in the machine's load hits both alike.
 import statistics
 from contextlib import contextmanager
@@ -198,7 +198,7 @@ def num_threads(n: int):
         torch.set_num_threads(before)
 
 
-def index_select_lead(width: int, rounds: int = 5) -> Ratio:
+def index_select_lead(width: int, rounds: int = 7) -> Ratio:
     """How many times faster index_select picks 8,192 rows than advanced indexing:
     the median over the rounds, within the rounds' quartiles."""
     wide = make_inputs(1024, width)  # 1024 × 8 = 8,192 rows picked
