@@ -319,7 +319,6 @@ records = compare(
     f"training step of {depth} blocks, input {tuple(x.shape)}",
     {**steps, "forward pass alone": lambda: model(x)},
     device=device,
-    budget_s=0.25,
 )
 by_name = {r.variant: r for r in records}
 share = by_name["forward pass alone"].median_s / by_name["no checkpoints"].median_s
@@ -347,7 +346,6 @@ one = on_one_thread(
         f"training step of {depth} blocks, 1 thread",
         {name: steps[name] for name in ("no checkpoints", "every block")},
         device=device,
-        budget_s=0.25,
     ),
     device,
 )
