@@ -202,7 +202,9 @@ def measure(n):
     b = torch.randn(batch, 1, fb, device=device)  # (batch, 1, fb)
     variants = {"tile + concat": lambda: tile_and_concat(a, b), "Merge": lambda: merge(a, b)}
     with torch.no_grad():
-        records = compare(f"combine features, n={n}", variants, device=device, show=False)
+        records = compare(
+            f"combine features, n={n}", variants, device=device, budget_s=0.2, show=False
+        )
         memory = [peak_bytes(fn) for fn in variants.values()]
     return records, memory
 

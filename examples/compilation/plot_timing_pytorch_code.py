@@ -67,7 +67,7 @@ def synchronize(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-n = 4096 if device.type == "cuda" else 1024
+n = 4096 if device.type == "cuda" else 512
 a = torch.randn(n, n, device=device)
 b = torch.randn(n, n, device=device)
 
@@ -230,6 +230,7 @@ sync_records = compare(
     "50 steps, reading the loss",
     {".item() every step": read_every_step, "once at the end": read_once},
     device=device,
+    budget_s=0.2,
 )
 
 # sphinx_gallery_start_ignore
@@ -277,7 +278,7 @@ ours_name = f"effpt.bench.time_callable, {threads_label}"
 samples = {name: [] for name in [*timers, ours_name]}
 for _ in range(4):  # interleaved rounds, so that a change in load hits all three alike
     for name, timer in timers.items():
-        samples[name] += timer.blocked_autorange(min_run_time=0.1).times
+        samples[name] += timer.blocked_autorange(min_run_time=0.05).times
     samples[ours_name] += time_callable(lambda: a @ b, device=device, repeats=3).per_call
 timings = {name: Timing(per_call=tuple(times), number=1) for name, times in samples.items()}
 for name, t in timings.items():
@@ -384,6 +385,7 @@ records = compare(
     "uniformity loss, forward + backward",
     {name: forward_backward(fn) for name, fn in candidates.items()},
     device=device,
+    budget_s=0.2,
 )
 _ = claim("notebook: uniformity loss by matmul").check(records[0], records[1])
 
@@ -393,7 +395,7 @@ _ = claim("notebook: uniformity loss by matmul").check(records[0], records[1])
 # median and the bar their middle half (the IQR). Where two bars overlap, the
 # difference between the medians is not established by this run.
 repeats = {
-    name: measure(forward_backward(fn), device, repeats=15) for name, fn in candidates.items()
+    name: measure(forward_backward(fn), device, repeats=7) for name, fn in candidates.items()
 }
 
 fig, ax = plt.subplots(figsize=(7, 3.5), layout="constrained")

@@ -368,7 +368,7 @@ def make_net(depth, width=32):
 
 batch = torch.randn(8, 32, device=device)  # (batch, width)
 captured = {}
-for depth in (4, 8):
+for depth in (3, 6):
     torch._dynamo.reset()
     counter = CountGraphs()
     torch.compile(make_net(depth), backend=counter)(batch)
@@ -383,10 +383,10 @@ for name, ops in captured.items():
     print(f"{name:>18}: {len(ops)} graph(s), operations per graph {ops}")
 
 # sphinx_gallery_start_ignore
-per_block = captured["per block, depth 4"]
-assert captured["per block, depth 8"] == per_block and len(per_block) == 2, captured
-assert captured["whole, depth 4"] == [4 * per_block[0]], captured
-assert captured["whole, depth 8"] == [8 * per_block[0]], captured
+per_block = captured["per block, depth 3"]
+assert captured["per block, depth 6"] == per_block and len(per_block) == 2, captured
+assert captured["whole, depth 3"] == [3 * per_block[0]], captured
+assert captured["whole, depth 6"] == [6 * per_block[0]], captured
 # sphinx_gallery_end_ignore
 
 # %%
