@@ -14,11 +14,13 @@ Find out whether the data loader is the bottleneck
    :read-first: :doc:`plot_datasets_and_dataloader` for the DataLoader itself;
                 :doc:`/explanations/workers` for the ``__main__`` guard and the start
                 methods; :doc:`/explanations/timing` for how the epochs are timed.
-   :needs: A CPU is enough. The page starts up to two worker processes at a time (``fork``
-           where the script runs without a file, as in a notebook, and the system has it;
-           the platform's default start method otherwise) and encodes 64 small PNG images
-           in memory. On a CUDA GPU it also times ``pin_memory=True`` with
-           ``non_blocking=True`` copies.
+   :needs: A CPU is enough. The page starts worker processes (``fork`` where the script
+           runs without a file, as in a notebook, and the system has it; the platform's
+           default start method otherwise), at most two per loader; the loaders that keep
+           theirs (``persistent_workers=True``) hold them until the page is done with them,
+           so the workers of several loaders exist at once, idle but for those of the
+           loader being read. It encodes 64 small PNG images in memory. On a CUDA GPU it
+           also times ``pin_memory=True`` with ``non_blocking=True`` copies.
 
 When a training run is slower than it should be, the first question is whether the model
 or the data is holding it up. This page answers it by measurement: the same training step,
