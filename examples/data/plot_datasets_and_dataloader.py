@@ -262,9 +262,11 @@ if __name__ == "__main__":
 # epoch starts them, so the timed epochs count loading, not starting.
 from multiprocessing import get_all_start_methods
 
-# fork where this runs without a file to import (a notebook, this site's build) and the
-# OS has fork; None elsewhere: the platform's default (effpt.data.start_method() makes
-# the same choice for the other data pages)
+# A worker started by spawn or forkserver imports this script's file to find ImageFiles;
+# code run without a file (a notebook, this site's build) has none, and only a forked
+# worker, a copy of this process, has the class. So: fork there, where the OS has fork;
+# None elsewhere, the platform's default (effpt.data.start_method() makes the same
+# choice for the other data pages)
 START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
 
 
