@@ -260,8 +260,9 @@ if __name__ == "__main__":
 # %%
 # Other work on the machine can move the worker verdicts either way: the workers
 # compete with it for the cores, yet the OS shares a busy CPU among the processes that
-# want it, so three loader processes can win a larger share of it than the main process
-# alone. One run does not show which effect wins; read the verdicts with this run's load:
+# want it, so the main process and its workers can win a larger share of it than the
+# main process alone. One run does not show which effect wins; read the verdicts with
+# this run's load:
 if __name__ == "__main__":
     from effpt.machine import load_line
 
