@@ -309,9 +309,13 @@ if __name__ == "__main__":
 # decoding the two workers shared out saved less time than they cost: shipping their
 # batches back, and, where fewer than two cores are idle (a one-core machine, or one
 # busy with other work), competing with the main process and each other for the cores
-# there are. :doc:`plot_streaming_tar_shards` measures the rate against the number of
-# workers, and what starting them afresh every epoch costs.
+# there are (this run's load is printed below). :doc:`plot_streaming_tar_shards`
+# measures the rate against the number of workers, and what starting them afresh every
+# epoch costs.
+from effpt.machine import load_line
+
 if __name__ == "__main__":
+    print(load_line())
     del loaders  # the last references: the persistent workers shut down
     workdir.cleanup()
 
