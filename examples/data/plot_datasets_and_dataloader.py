@@ -262,9 +262,11 @@ if __name__ == "__main__":
 # epoch starts them, so the timed epochs count loading, not starting.
 from multiprocessing import get_all_start_methods
 
-# fork where this runs without a file to import (a notebook, this site's build) and the
-# OS has fork; None elsewhere: the platform's default (effpt.data.start_method() makes
-# the same choice for the other data pages)
+# A worker started by spawn or forkserver imports this script's file to find ImageFiles;
+# code run without a file (a notebook, this site's build) has none, and only a forked
+# worker, a copy of this process, has the class. So: fork there, where the OS has fork;
+# None elsewhere, the platform's default (effpt.data.start_method() makes the same
+# choice for the other data pages)
 START = "fork" if "__file__" not in globals() and "fork" in get_all_start_methods() else None
 
 
@@ -307,9 +309,13 @@ if __name__ == "__main__":
 # decoding the two workers shared out saved less time than they cost: shipping their
 # batches back, and, where fewer than two cores are idle (a one-core machine, or one
 # busy with other work), competing with the main process and each other for the cores
-# there are. :doc:`plot_streaming_tar_shards` measures the rate against the number of
-# workers, and what starting them afresh every epoch costs.
+# there are (this run's load is printed below). :doc:`plot_streaming_tar_shards`
+# measures the rate against the number of workers, and what starting them afresh every
+# epoch costs.
+from effpt.machine import load_line
+
 if __name__ == "__main__":
+    print(load_line())
     del loaders  # the last references: the persistent workers shut down
     workdir.cleanup()
 

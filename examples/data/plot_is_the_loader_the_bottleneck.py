@@ -14,11 +14,13 @@ Find out whether the data loader is the bottleneck
    :read-first: :doc:`plot_datasets_and_dataloader` for the DataLoader itself;
                 :doc:`/explanations/workers` for the ``__main__`` guard and the start
                 methods; :doc:`/explanations/timing` for how the epochs are timed.
-   :needs: A CPU is enough. The page starts up to two worker processes at a time (``fork``
-           where the script runs without a file, as in a notebook, and the system has it;
-           the platform's default start method otherwise) and encodes 64 small PNG images
-           in memory. On a CUDA GPU it also times ``pin_memory=True`` with
-           ``non_blocking=True`` copies.
+   :needs: A CPU is enough. The page starts worker processes (``fork`` where the script
+           runs without a file, as in a notebook, and the system has it; the platform's
+           default start method otherwise), at most two per loader; the loaders that keep
+           theirs (``persistent_workers=True``) hold them until the page is done with them,
+           so the workers of several loaders exist at once, idle but for those of the
+           loader being read. It encodes 64 small PNG images in memory. On a CUDA GPU it
+           also times ``pin_memory=True`` with ``non_blocking=True`` copies.
 
 When a training run is slower than it should be, the first question is whether the model
 or the data is holding it up. This page answers it by measurement: the same training step,
@@ -186,7 +188,10 @@ if __name__ == "__main__":
         number=1,
     )
     memory_s, loader_s = first[0].median_s, first[1].median_s
-    print(f"waiting for data: {1 - memory_s / loader_s:.0%} of an epoch fed by the loader")
+    print(
+        f"waiting for data: {1 - memory_s / loader_s:.0%} of an epoch fed by the loader "
+        "(from the medians; the verdict below says whether the spread allows reading it)"
+    )
     expect(
         "the step fed from memory runs faster than the step fed by the loader",
         speedup(first[1], first[0]),
@@ -253,10 +258,11 @@ if __name__ == "__main__":
     )
 
 # %%
-# Other work on the machine can decide the worker verdicts. The OS shares a busy CPU
-# among processes, so worker processes win the loader a larger share of it than the
-# main process alone gets, and workers can pay where on idle cores they do not; a
-# deeper prefetch queue then has less CPU to fill it with. This run's load:
+# Other work on the machine can move the worker verdicts either way: the workers
+# compete with it for the cores, yet the OS shares a busy CPU among the processes that
+# want it, so the main process and its workers can win a larger share of it than the
+# main process alone. One run does not show which effect wins; read the verdicts with
+# this run's load:
 if __name__ == "__main__":
     from effpt.machine import load_line
 
@@ -310,8 +316,8 @@ if __name__ == "__main__":
     del fresh  # shuts its workers down
     batch_s = by_name["decode, num_workers=0"].median_s / len(in_memory)
     print(f"start method {method}: first batch from two fresh workers after {start_s:.2f} s")
-    print(f"one batch without workers takes {batch_s * 1e3:.0f} ms: the start costs "
-          f"about {start_s / batch_s:.1f} batches")  # fmt: skip
+    print(f"one batch without workers takes {batch_s * 1e3:.0f} ms: the first batch from "
+          f"fresh workers, start included, takes {start_s / batch_s:.1f} times as long")  # fmt: skip
 
 # %%
 # Pinned memory and ``non_blocking`` copies
@@ -499,8 +505,9 @@ if __name__ == "__main__":
 #   what the loader costs, and the ceiling any loader setting can reach.
 #
 # - Workers pay when the work per item is larger than the cost of sending a batch back
-#   and there are cores free to do it; with neither they cost time. Measure on
-#   your machine, with ``persistent_workers=True`` so the start is paid once.
+#   and they get CPU time to do it (idle cores, or a share of a busy machine's);
+#   otherwise they cost time. Measure on your machine, with
+#   ``persistent_workers=True`` so the start is paid once.
 #
 # - Keep each worker to one thread (``torch.set_num_threads(1)`` in ``worker_init_fn``,
 #   and the same for other libraries' pools): more threads than cores wait their turns.

@@ -247,7 +247,7 @@ def one_run(generator: torch.Generator | None) -> torch.Tensor:
         crops,
         batch_size=8,
         shuffle=True,
-        num_workers=1,  # one worker shows it as well as two, at half the start-up
+        num_workers=1,  # one worker shows it as well as two, and starts one process, not two
         multiprocessing_context=START,
         worker_init_fn=seed_worker,
         generator=generator,
