@@ -21,7 +21,8 @@ def start_method(main: ModuleType | None = None) -> str | None:
     default start method" (or the one ``multiprocessing.set_start_method`` chose), so it
     runs under fork, forkserver and spawn alike. Where there is no file and no fork
     (Windows), it returns ``None`` too: such code cannot start workers that use its own
-    classes, and the DataLoader's error says so. The page that teaches this choice is
+    classes: the DataLoader raises "worker ... exited unexpectedly", and the worker's own
+    traceback above it names the class it could not find. The page that teaches this choice is
     "Load images in batches with Dataset and DataLoader"; why it is made is explained on
     https://effpt.github.io/effpt/explanations/workers.html ("Guards and start methods").
 
