@@ -367,14 +367,14 @@ folder.cleanup()
 
 # %%
 # A narrower type is faster only where torch has fast kernels for it. Where torch uses
-# oneDNN's bfloat16 kernels (on x86 from AVX-512 on, fastest with native bfloat16
-# arithmetic: AVX512-BF16, AMX; on Arm, its BF16 instructions) a bfloat16 matrix product
-# should run at least as fast as a float32 one; elsewhere torch falls back to a generic
-# kernel, which can be many times slower. A probe first times three 128 × 128
-# products in each type, keeping the fastest; where bfloat16 takes over four times as
-# long, the comparison stays at that size. The line before the verdict says whether
-# ``/proc/cpuinfo`` lists native bfloat16 instructions (unknown where there is none)
-# and whether torch uses oneDNN's bfloat16 kernels here.
+# oneDNN's bfloat16 kernels (on x86 with AVX-512 or AVX-NE-CONVERT, fastest with
+# native bfloat16 arithmetic: AVX512-BF16, AMX; on Arm, its BF16 instructions) a
+# bfloat16 matrix product should run at least as fast as a float32 one; elsewhere torch
+# falls back to a generic kernel, which can be many times slower. A probe first times
+# three 128 × 128 products in each type, keeping the fastest; where bfloat16 takes
+# over four times as long, the comparison stays at that size. The line before the
+# verdict says whether ``/proc/cpuinfo`` lists native bfloat16 instructions (unknown
+# where there is none) and whether torch uses oneDNN's bfloat16 kernels here.
 import time
 
 from effpt.machine import bfloat16_support
