@@ -170,7 +170,7 @@ if device.type == "cpu":
     slower = probe[low] / probe[None]
     print(
         f"probe: a float32 step took {format_seconds(probe[None])}, a {low_name} step "
-        f"{format_seconds(probe[low])}: {slower:.1f}× float32's"
+        f"{format_seconds(probe[low])}: {slower:.3g}× float32's"
     )
     if slower > 4:
         size, channels = 16, 128

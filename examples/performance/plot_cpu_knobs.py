@@ -395,7 +395,7 @@ x32 = torch.randn(size, size)
 x16 = x32.to(torch.bfloat16)
 print(
     f"probe, 128×128: float32 {format_seconds(probe[torch.float32])}, bfloat16 "
-    f"{format_seconds(probe[torch.bfloat16])} ({slower:.1f}× float32's); size {size}"
+    f"{format_seconds(probe[torch.bfloat16])} ({slower:.3g}× float32's); size {size}"
 )
 bf16 = compare(
     f"{size}×{size} matrix product",
