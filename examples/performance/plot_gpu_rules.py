@@ -369,7 +369,7 @@ _ = expect(
 # %%
 # On a CPU where torch uses none of oneDNN's bfloat16 kernels, ``"medium"`` has no
 # bfloat16 path to take, runs as ``"highest"`` and changes neither the error nor the
-# time, so neither verdict can hold. Where it uses them, the time can fall while the
+# time, so neither verdict should hold. Where it uses them, the time can fall while the
 # error stays far from the bfloat16 line above: the kernels are needed for the error
 # verdict, and the records do not yet say what else decides it. This machine's side:
 if device.type == "cpu":
