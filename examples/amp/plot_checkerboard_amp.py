@@ -170,7 +170,7 @@ if device.type == "cpu":
     slower = probe[low] / probe[None]
     print(
         f"probe: a float32 step took {format_seconds(probe[None])}, a {low_name} step "
-        f"{format_seconds(probe[low])}: {slower:.1f}× float32's"
+        f"{format_seconds(probe[low])}: {slower:.3g}× float32's"
     )
     if slower > 4:
         size, channels = 16, 128
@@ -294,9 +294,10 @@ _ = expect(
 # On a CPU the intra-op thread pool splits each large operation over the cores, above
 # a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
 # explains the pool and the load average). So on a CPU with several threads the same
-# two steps are timed again on one thread (restored afterwards); if the two verdicts
-# differ, the thread pool decided the first one, not the arithmetic. The first line
-# prints the load average where the OS reports it.
+# two steps are timed again on one thread (restored afterwards); if one verdict holds
+# and the other does not, the thread pool decided the first, not the arithmetic; on a
+# loaded machine, an inconclusive one can be other work's doing. The first line prints
+# the load average where the OS reports it.
 import os
 
 from effpt.bench import on_one_thread
@@ -320,7 +321,7 @@ if one is not None:  # None: a GPU, or one thread already; it printed which
 # On a CPU, the bfloat16 verdict turns on whether torch uses oneDNN's bfloat16 kernels
 # (AVX-512 or native bfloat16 instructions). Where its kernels stop at AVX2, a
 # convolution falls back to ``aten::_slow_conv2d_forward`` (the profile below names
-# it), many times slower than float32; on busy cores the verdict can be inconclusive.
+# it there), many times slower than float32; on busy cores the verdict can be inconclusive.
 # This machine's side (on a GPU run, the host's CPU):
 print(f"torch's CPU kernels: {torch.backends.cpu.get_cpu_capability()}")
 print(bfloat16_support())

@@ -300,11 +300,12 @@ print(load_line())
 # Where a verdict does not hold, an operation on a thousand elements still spends most
 # of its time on fixed costs, and so would a program made of many of them; an
 # all-threads time many times the one-thread time is the hand-off, a fixed cost on
-# top. Where one holds, that operation already spends at least half its time on work
-# at a thousand elements, as the rule says. Either way the cure for fixed costs is the
-# same: fewer, larger operations. Later pages of this family
-# apply it, by vectorising a loop (:doc:`plot_batch_gather`) and by fusing a chain of
-# elementwise operations into one kernel (:doc:`plot_fusing_elementwise_work`).
+# top, or, at milliseconds, a pool thread waiting for a core other work held (the load
+# line above). Where one holds, that operation already spends at least half its time
+# on work at a thousand elements, as the rule says. Either way the cure for fixed costs
+# is the same: fewer, larger operations. Later pages apply it, vectorising a loop
+# (:doc:`plot_batch_gather`) and fusing a chain of elementwise operations into one
+# kernel (:doc:`plot_fusing_elementwise_work`).
 
 # %%
 # Summary

@@ -366,14 +366,15 @@ for worker in workers.values():
 folder.cleanup()
 
 # %%
-# A narrower type is faster only where the CPU has instructions for it. On a CPU with
-# native bfloat16 arithmetic (AVX512-BF16, AMX, Arm's BF16) a bfloat16 matrix product
-# should run at least as fast as a float32 one; on one without, torch falls back to a
-# generic kernel, which can be many times slower. A probe first times three 128 × 128
-# products in each type, keeping the fastest; where bfloat16 takes more than four
-# times as long, the comparison stays at that size so that the slow case stays short.
-# The line before the verdict says whether ``/proc/cpuinfo`` lists such instructions
-# (unknown where there is none) and whether torch uses oneDNN's bfloat16 kernels here.
+# A narrower type is faster only where torch has fast kernels for it. Where torch uses
+# oneDNN's bfloat16 kernels (on x86 with AVX-512 or AVX-NE-CONVERT, fastest with
+# native bfloat16 arithmetic: AVX512-BF16, AMX; on Arm, its BF16 instructions) a
+# bfloat16 matrix product should run at least as fast as a float32 one; elsewhere torch
+# falls back to a generic kernel, which can be many times slower. A probe first times
+# three 128 × 128 products in each type, keeping the fastest; where bfloat16 takes
+# over four times as long, the comparison stays at that size. The line before the
+# verdict says whether ``/proc/cpuinfo`` lists native bfloat16 instructions (unknown
+# where there is none) and whether torch uses oneDNN's bfloat16 kernels here.
 import time
 
 from effpt.machine import bfloat16_support
@@ -394,7 +395,7 @@ x32 = torch.randn(size, size)
 x16 = x32.to(torch.bfloat16)
 print(
     f"probe, 128×128: float32 {format_seconds(probe[torch.float32])}, bfloat16 "
-    f"{format_seconds(probe[torch.bfloat16])} ({slower:.1f}× float32's); size {size}"
+    f"{format_seconds(probe[torch.bfloat16])} ({slower:.3g}× float32's); size {size}"
 )
 bf16 = compare(
     f"{size}×{size} matrix product",
@@ -477,7 +478,8 @@ plt.show()
 #   measure, as the verdict above did here.
 #
 # - The capability torch reports is the instruction set its own kernels use; bfloat16
-#   is fast only where the CPU has instructions for it, so measure before switching.
+#   is fast only where torch has fast kernels for it on that CPU, so measure before
+#   switching.
 #
 # - PyTorch's notes on
 #   `CPU threading <https://docs.pytorch.org/docs/stable/notes/cpu_threading_torchscript_inference.html>`__

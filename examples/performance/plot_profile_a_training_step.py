@@ -409,8 +409,8 @@ _ = expect(
 )
 
 # %%
-# On a CPU, threads and kernels decide this share: one thread or portable kernels
-# raise it.
+# On the CPUs recorded so far, threads and kernels moved this share: one thread or
+# portable kernels raised it.
 print(
     f"intra-op threads: {torch.get_num_threads()}; "
     f"torch's CPU capability: {torch.backends.cpu.get_cpu_capability()}"
