@@ -363,13 +363,12 @@ for batch in batch_sizes:
 # -----------------------------------
 # On a CPU the vectorised kernels split their work among PyTorch's threads once it is
 # large enough; the loop's small operations never do. When other processes keep every
-# core busy, a kernel that split its work can wait at its end for a helper thread that
-# the operating system has not yet scheduled, for up to a scheduler time slice. So the
-# largest batch's flat + index_select is timed again on all threads and on one, taking
-# turns, with the machine's load printed beside it. The timing cannot see the cause;
-# where one thread is far faster while the load is near or above the number of cores
-# (this process counts in it), waiting is the likely one, and the growth and gains
-# below measure this machine's load as much as the gather.
+# core busy, a kernel that split its work can wait at its end for a helper thread the
+# operating system has not yet scheduled. So the largest batch's flat + index_select is
+# timed again on all threads and on one, taking turns, beside the machine's load. The
+# timing cannot see the cause: where one thread is far faster while the load nears or
+# passes the number of cores (this process included), waiting is the likely one, and the
+# growth and gains below measure the load as much as the gather.
 from effpt.machine import load_line
 
 last_batch = batch_sizes[-1]
