@@ -363,12 +363,14 @@ for batch in batch_sizes:
 # -----------------------------------
 # On a CPU the vectorised kernels split their work among PyTorch's threads once it is
 # large enough; the loop's small operations never do. When other processes keep every
-# core busy, a kernel that split its work waits at its end for a helper thread that
-# the operating system has not yet scheduled: often a time slice of several
-# milliseconds, for a copy that takes a fraction of one. So the largest batch's
-# flat + index_select is timed again on all threads and on one, taking turns. Where one
-# thread is far faster, the growth and gains below measure this machine's load as much
-# as the gather.
+# core busy, a kernel that split its work can wait at its end for a helper thread the
+# operating system has not yet scheduled. So the largest batch's flat + index_select is
+# timed again on all threads and on one, taking turns, beside the machine's load. The
+# timing cannot see the cause: where one thread is far faster while the load nears or
+# passes the number of cores (this process included), waiting is the likely one, and the
+# growth and gains below measure the load as much as the gather.
+from effpt.machine import load_line
+
 last_batch = batch_sizes[-1]
 if device.type == "cpu" and all_threads > 1:
     last_data, last_index = make_inputs(last_batch)
@@ -380,6 +382,7 @@ if device.type == "cpu" and all_threads > 1:
 
         return run
 
+    print(load_line())
     _ = compare(
         f"flat + index_select, batch {last_batch}, all threads or one",
         {f"{all_threads} threads": on_threads(all_threads), "1 thread": on_threads(1)},

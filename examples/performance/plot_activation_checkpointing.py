@@ -321,8 +321,11 @@ records = compare(
     device=device,
 )
 by_name = {r.variant: r for r in records}
-share = by_name["forward pass alone"].median_s / by_name["no checkpoints"].median_s
-print(f"one forward pass takes {share:.2f} of a step without checkpoints (medians)")
+forward_share = speedup(by_name["no checkpoints"], by_name["forward pass alone"])  # step / forward
+print(
+    f"one forward pass takes {1 / forward_share.value:.2f} of a step without checkpoints "
+    f"(medians; the interval allows {1 / forward_share.high:.2f}–{1 / forward_share.low:.2f})"
+)
 slowdown = speedup(by_name["every block"], by_name["no checkpoints"])  # time ratio
 expect("checkpointing every block makes a training step slower", slowdown, above=1.0, device=device)
 _ = expect(
