@@ -366,9 +366,9 @@ for batch in batch_sizes:
 # core busy, a kernel that split its work can wait at its end for a helper thread the
 # operating system has not yet scheduled. So the largest batch's flat + index_select is
 # timed again on all threads and on one, taking turns, beside the machine's load. The
-# timing cannot see the cause: where one thread is far faster while the load nears the
-# number of cores (this process included), waiting is the likely one, and the growth
-# below measures the load as much as the gather.
+# timing cannot see the cause: where one thread is far faster while the load nears or
+# passes the number of cores (this process included), waiting is the likely one, and
+# the growth below measures the load too.
 from effpt.machine import load_line
 
 last_batch = batch_sizes[-1]
