@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from sphinx.errors import ExtensionError
@@ -86,8 +87,6 @@ def test_a_catalogue_read_as_another_syntax_is_checked_again(tmp_path):
 
 def test_a_translated_build_made_from_nothing_finds_the_record_of_an_earlier_one(tmp_path, counted):
     """The record outlives the language's output and doctrees (a cold Chinese pass)."""
-    from types import SimpleNamespace  # noqa: PLC0415
-
     write_po(tmp_path, "plot_a.po", GOOD)
 
     def app(doctrees):
