@@ -94,9 +94,9 @@ def test_compare_names_the_variant_that_raised():
 
 def test_compare_rejects_unknown_baseline_and_empty():
     with pytest.raises(ValueError, match="baseline 'x'"):
-        bench.compare("t", {"a": lambda: None}, baseline="x", show=False)
+        bench.compare("t", {"a": lambda: None}, baseline="x", device="cpu", show=False)
     with pytest.raises(ValueError, match="at least one"):
-        bench.compare("t", {}, show=False)
+        bench.compare("t", {}, device="cpu", show=False)
 
 
 def test_format_seconds_units():
@@ -118,7 +118,7 @@ def test_peak_helpers_return_plausible_cpu_numbers():
 def test_compare_blames_the_argument_not_the_first_variant(kwargs, name):
     ran = []
     with pytest.raises(ValueError, match=rf"^{name} must be >= ") as info:
-        bench.compare("t", {"first": lambda: ran.append(1)}, show=False, **kwargs)
+        bench.compare("t", {"first": lambda: ran.append(1)}, device="cpu", show=False, **kwargs)
     assert not isinstance(info.value, bench.VariantError)
     assert ran == []  # nothing was timed
 
@@ -132,7 +132,7 @@ def test_time_callable_names_a_bad_float_argument(name, value):
 
 def test_compare_names_a_variant_that_is_not_callable():
     with pytest.raises(TypeError, match="variant 'b' of task 't' is not callable"):
-        bench.compare("t", {"a": lambda: None, "b": 3}, show=False)
+        bench.compare("t", {"a": lambda: None, "b": 3}, device="cpu", show=False)
 
 
 @pytest.mark.parametrize(
@@ -245,7 +245,7 @@ def test_compare_with_one_repeat_is_inconclusive(capsys):
         return sum(range(200))
 
     for _ in range(15):
-        records = bench.compare("same", {"a": work, "b": work}, repeats=1, number=5)
+        records = bench.compare("same", {"a": work, "b": work}, device="cpu", repeats=1, number=5)
         out = capsys.readouterr().out
         assert "inconclusive" in out, out
         assert "faster" not in out, out
@@ -304,7 +304,7 @@ def test_names_that_are_not_strings_are_refused_before_timing(task, variants, ma
     calls = []
     variants = dict.fromkeys(variants, lambda: calls.append(1))
     with pytest.raises(TypeError, match=match):
-        bench.compare(task, variants, repeats=1, show=False)
+        bench.compare(task, variants, device="cpu", repeats=1, show=False)
     assert calls == []
 
 
@@ -352,3 +352,18 @@ def test_on_one_thread_restores_the_threads_when_the_run_raises():
 def test_on_one_thread_refuses_what_it_cannot_call():
     with pytest.raises(TypeError, match="run must be callable, got int"):
         bench.on_one_thread(3, "cpu")
+
+
+@pytest.mark.parametrize("call", ["time_callable", "compare"])
+def test_device_is_required(call):
+    """A timing names the device it ran on: left out, or None, is an error naming device=."""
+    run = {
+        "time_callable": lambda **kw: bench.time_callable(lambda: None, repeats=1, **kw),
+        "compare": lambda **kw: bench.compare(
+            "t", {"a": lambda: None}, repeats=1, show=False, **kw
+        ),
+    }[call]
+    with pytest.raises(TypeError, match="device"):
+        run()
+    with pytest.raises(TypeError, match=r"device= must name the device .* got None"):
+        run(device=None)

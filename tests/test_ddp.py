@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -401,3 +402,55 @@ def test_a_rank_forked_before_cuda_was_initialised_keeps_torchs_answer(tmp_path,
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
     seen = launch(dcp_save_rank, args=(str(tmp_path / "ckpt"),), start_method="fork")
     assert seen == [torch.cuda.is_available()] * 2
+
+
+# -- process_group: init, barrier on success, destroy in any case -------------------------
+def process_group_rank() -> dict:
+    """Sum the ranks inside effpt.ddp.process_group; report whether the group outlived it."""
+    with effpt.ddp.process_group("gloo", timeout=timedelta(seconds=30)):
+        total = torch.tensor([float(dist.get_rank())])
+        dist.all_reduce(total)
+    return {"sum": total.item(), "after": dist.is_initialized()}
+
+
+def _one_rank_group(store_file: Path, **kwargs):
+    """A gloo group of one rank, whose rendezvous is ``store_file``."""
+    store = dist.FileStore(str(store_file), 1)
+    return effpt.ddp.process_group(
+        "gloo", timeout=timedelta(seconds=30), store=store, rank=0, world_size=1, **kwargs
+    )
+
+
+def test_process_group_joins_the_ranks_and_is_destroyed_after():
+    results = launch(process_group_rank, world_size=2, timeout_s=60)
+    assert results == [{"sum": 1.0, "after": False}] * 2
+
+
+def test_process_group_meets_at_a_barrier_only_when_the_block_succeeds(tmp_path, monkeypatch):
+    met = []
+    barrier = dist.barrier
+    monkeypatch.setattr(dist, "barrier", lambda *a, **k: (met.append(1), barrier(*a, **k)))
+    with _one_rank_group(tmp_path / "ok"):
+        assert dist.is_initialized()
+    assert met == [1]
+    assert not dist.is_initialized()
+    with pytest.raises(ZeroDivisionError), _one_rank_group(tmp_path / "bad"):
+        1 / 0  # noqa: B018
+    assert met == [1]  # a failed rank does not wait for the others at a barrier
+    assert not dist.is_initialized()  # destroyed all the same
+
+
+@pytest.mark.parametrize(
+    ("timeout", "error"),
+    [
+        (30, TypeError),
+        (None, TypeError),
+        (timedelta(0), ValueError),
+        (timedelta(seconds=-1), ValueError),
+    ],
+)
+def test_process_group_needs_a_positive_timedelta(timeout, error):
+    match = rf"timeout must be a positive datetime\.timedelta, got {re.escape(repr(timeout))}"
+    with pytest.raises(error, match=match), effpt.ddp.process_group("gloo", timeout=timeout):
+        pass  # pragma: no cover
+    assert not dist.is_initialized()

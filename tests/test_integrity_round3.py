@@ -182,7 +182,12 @@ def test_compare_on_a_coarse_clock_saves_records_it_can_read(tmp_path, monkeypat
     path = tmp_path / "records.jsonl"
     monkeypatch.setenv("EFFPT_RECORDS_FILE", str(path))
     records = bench.compare(
-        "nothing", {"a": lambda: None, "b": lambda: None}, repeats=4, number=10, show=False
+        "nothing",
+        {"a": lambda: None, "b": lambda: None},
+        device="cpu",
+        repeats=4,
+        number=10,
+        show=False,
     )
     assert all(s > 0 for r in records for s in r.per_call_s)
     assert read_records(path) == records

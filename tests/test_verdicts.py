@@ -121,6 +121,7 @@ def test_compare_of_one_function_with_itself_gives_no_verdict():
         records = compare(
             "f",
             {"a": lambda: sum(range(200)), "b": lambda: sum(range(200))},
+            device="cpu",
             repeats=2,
             number=20,
             show=False,
@@ -132,7 +133,9 @@ def test_compare_of_one_function_with_itself_gives_no_verdict():
 
 
 def test_compare_records_keep_their_repeats_for_the_interval():
-    records = compare("f", {"a": lambda: None, "b": lambda: None}, repeats=6, number=5, show=False)
+    records = compare(
+        "f", {"a": lambda: None, "b": lambda: None}, device="cpu", repeats=6, number=5, show=False
+    )
     assert all(len(r.per_call_s) == 6 for r in records)
     assert speedup(*records) == speedup(
         Timing(records[0].per_call_s, 5), Timing(records[1].per_call_s, 5)

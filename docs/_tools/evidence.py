@@ -109,15 +109,20 @@ def _fail(where: object, field: str, problem: str) -> EvidenceError:
 def machine_class(root: Path = ROOT):
     """effpt.machine.Machine of the checkout at ``root``, loaded alone (stdlib only): no
     effpt or torch needed to check a record (the site archive's tool uses it too)."""
+    return machine_module(root).Machine
+
+
+def machine_module(root: Path = ROOT):
+    """The module effpt.machine of the checkout at ``root``, loaded alone (stdlib only)."""
     name = "effpt.machine"
     if name in sys.modules and root == ROOT:
-        return sys.modules[name].Machine
+        return sys.modules[name]
     path = root / "src" / "effpt" / "machine.py"
     spec = importlib.util.spec_from_file_location("effpt_evidence_machine", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while building one
     spec.loader.exec_module(module)
-    return module.Machine
+    return module
 
 
 def _is_number(value: object) -> bool:
@@ -337,16 +342,11 @@ def cpu_flags(cpuinfo: str | None = None) -> list[str]:
 
 
 def cpu_model() -> str:
-    """The CPU's model name as Linux tells it, else the architecture."""
-    import platform  # noqa: PLC0415
+    """The CPU's model name as Linux tells it, else the architecture.
 
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
+    :func:`effpt.machine.cpu_model`, from the module loaded alone (stdlib only).
+    """
+    return machine_module().cpu_model()
 
 
 def timing_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:

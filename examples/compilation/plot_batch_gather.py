@@ -181,21 +181,10 @@ assert torch.equal(gather_index_select(data, index), gather_loop(data, index))
 # The function below picks 8,192 rows both ways; each of 7 rounds times the two back
 # to back, so that a change in the machine's load hits both alike.
 import statistics
-from contextlib import contextmanager
 from functools import partial
 
+from effpt.bench import num_threads  # runs a block on n threads, then restores the number
 from effpt.records import Ratio
-
-
-@contextmanager
-def num_threads(n: int):
-    """Run the block with n intra-op threads, then restore the previous number."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def index_select_lead(width: int, rounds: int = 7) -> Ratio:

@@ -134,21 +134,11 @@ assert max_error(fused, reference) < 1e-5
 # now runs under the *profiling* executor, which fuses with NNC after a few calls. On an
 # NVIDIA GPU, NNC compiles its kernels at run time with NVRTC; on a CPU its fusion is switched
 # off by default and would also need an LLVM backend that the standard wheels leave
-# out, so nothing fuses there. TorchScript's deprecation warning is caught around the
-# calls, as :doc:`/auto_examples/compilation/plot_torchscript_to_compile` explains.
+# out, so nothing fuses there. TorchScript's deprecation warning is hidden by
+# :func:`effpt.torchscript.quietly`, as
+# :doc:`/auto_examples/compilation/plot_torchscript_to_compile` explains.
 # Count the fusion groups in the optimised graph:
-import contextlib
-import warnings
-
-
-@contextlib.contextmanager
-def torchscript_quietly():
-    """Ignore TorchScript's own deprecation warnings, of any category, inside the block."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r"`torch\.jit\.\w+` is deprecated", module=r"torch\.jit"
-        )
-        yield
+from effpt import torchscript
 
 
 def fusion_groups(graph: torch.Graph) -> int:
@@ -160,7 +150,7 @@ def fusion_groups(graph: torch.Graph) -> int:
 
 torchscript_error = None
 groups = 0
-with torchscript_quietly():
+with torchscript.quietly():
     try:
         iou_traced = torch.jit.trace(iou, (boxes1, boxes2))
         for _ in range(3):  # the profiling executor optimises after a few runs
@@ -223,7 +213,7 @@ if torchscript_error is None and groups > 0:
 bytes_per_pair = (2 * 4 + 1) * 4
 
 records = {}  # (variant, size, threads) -> Record
-with torchscript_quietly():
+with torchscript.quietly():
     for n in sizes:
         a, b = make_boxes(n)
         check = slice(0, 10**6)  # float64 of at most a million pairs: 4·10⁷ would take GBs
@@ -280,9 +270,10 @@ for (name, t), row in bandwidth.items():
 # where the bytes outgrow one, memory slows the copy, and a fused kernel bound by
 # memory with it. *Threads* bend the all-threads line: below the grain size (32,768
 # elements for elementwise work on a CPU) an eager operation or a copy stays on one
-# thread, so there a gap between eager's or the copy's two lines is only the load's
-# drift between the two blocks of timings. The lines under the figure compare the copy on the two thread
-# counts at each size, and say which side of the grain size it is on.
+# thread, so there a gap between eager's or the copy's two lines is only load drift
+# between the two blocks of timings. The lines under the figure compare the copy on both
+# thread
+# counts at each size and say which side of the grain size it is on.
 #
 # The copy is a yardstick, not a ceiling: it writes as many bytes as it reads, while
 # the IoU writes one byte for every eight it reads, and on most CPUs a write first

@@ -405,7 +405,6 @@ assert torch.equal(reloaded.module()(three), model(three))
 # %%
 # The page is done with its files; it deletes their folder:
 scratch.cleanup()
-print(f"folder still there: {workdir.exists()}")
 
 # sphinx_gallery_start_ignore
 assert not workdir.exists()

@@ -240,7 +240,10 @@ def step_with_anomaly() -> None:
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # "Anomaly Detection has been enabled", once per call
     timed = compare(
-        "one training step", {"anomaly mode": step_with_anomaly, "plain": step}, budget_s=0.3
+        "one training step",
+        {"anomaly mode": step_with_anomaly, "plain": step},
+        device=device,
+        budget_s=0.3,
     )
 _ = expect(
     "a small training step runs faster without anomaly mode than with it",

@@ -77,6 +77,7 @@ def product_on(count: int):
 timed = compare(
     f"{n}×{n} matrix product",
     {"1 thread": product_on(1), f"{threads} threads": product_on(threads)},
+    device="cpu",
     budget_s=0.3,
 )
 torch.set_num_threads(threads)  # back to the default
@@ -129,8 +130,8 @@ def answer(task):
     torch.set_num_threads(task["threads"])
     if kind == "small":  # the two small operations of the wait-policy table
         m, v = torch.randn(32, 32), torch.randn(65536)
-        times = {"32×32 product": time_callable(lambda: m @ m, budget_s=0.03),
-                 "addition of 65,536 floats": time_callable(lambda: v + v, budget_s=0.03)}
+        times = {"32×32 product": time_callable(lambda: m @ m, device="cpu", budget_s=0.03),
+                 "addition of 65,536 floats": time_callable(lambda: v + v, device="cpu", budget_s=0.03)}
         return {k: t.per_call for k, t in times.items()}
     if kind == "steps":  # small parallel additions with serial Python work between them
         v, cpu = torch.randn(65536), time.process_time()
@@ -140,7 +141,7 @@ def answer(task):
         return (time.process_time() - cpu) / 200  # CPU seconds of all threads, per step
     if kind == "sigmoid":
         x = torch.randn(2**18)
-        return time_callable(lambda: x.sigmoid(), budget_s=0.05).per_call
+        return time_callable(lambda: x.sigmoid(), device="cpu", budget_s=0.05).per_call
     if kind == "work":  # a fixed amount of work, timed from start to end
         m = torch.randn(96, 96)
         began = time.perf_counter()
@@ -398,6 +399,7 @@ print(
 bf16 = compare(
     f"{size}×{size} matrix product",
     {"float32": lambda: x32 @ x32, "bfloat16": lambda: x16 @ x16},
+    device="cpu",
     budget_s=0.3,
 )
 print(f"capability {torch.backends.cpu.get_cpu_capability()}; {bfloat16_support()}")

@@ -213,6 +213,7 @@ if device.type == "cuda":
     copies = compare(
         f"copy {mib} MiB from host to GPU",
         {"pageable": lambda: pageable.to(device), "pinned": lambda: pinned.to(device)},
+        device=device,
     )
     expect(
         "a copy from pinned memory beats one from pageable memory",
@@ -234,6 +235,7 @@ if device.type == "cuda":
             "blocking": lambda: (pinned.to(device), time.sleep(copy_s)),
             "non_blocking=True": lambda: (pinned.to(device, non_blocking=True), time.sleep(copy_s)),
         },
+        device=device,
     )
     expect(
         "non_blocking=True overlaps the copy with host work",
@@ -280,6 +282,7 @@ if device.type == "cuda":
     tuned = compare(
         "3x3 convolution",
         {"benchmark off": lambda: convolve(False), "benchmark on": lambda: convolve(True)},
+        device=device,
     )
     expect(
         "cudnn.benchmark makes a fixed-shape 3x3 convolution faster",
@@ -307,8 +310,8 @@ if device.type == "cpu":
 # AMX) may then compute ``"medium"`` products in bfloat16. The cell sets each level,
 # prints the per-backend settings it implies where this torch has them, and measures the
 # error against a float64 product (computed on the CPU when the device lacks float64).
-# The last line gives the scale: the error of the same product with its inputs rounded
-# to bfloat16.
+# The last line, for scale, is the error with
+# inputs rounded to bfloat16.
 b = torch.randn(n, n, device=device)
 exact = a.cpu().double() @ b.cpu().double() if device.type == "mps" else a.double() @ b.double()
 backends = {
@@ -349,6 +352,7 @@ def product_at(level: str) -> torch.Tensor:
 speeds = compare(
     f"{n}x{n} float32 product",
     {lv: lambda lv=lv: product_at(lv) for lv in ("highest", fast)},
+    device=device,
     budget_s=0.3,
 )
 torch.set_float32_matmul_precision("highest")
@@ -408,6 +412,7 @@ if device.type == "cuda":
         launches = compare(
             "6 linear layers with ReLU, batch of 8",
             {"eager": lambda: mlp(inputs), "reduce-overhead": lambda: graphed(inputs)},
+            device=device,
             warmup=3,
         )
         expect(

@@ -256,7 +256,7 @@ for b in (1, large):
         "no_grad": lambda x=batch: forward_no_grad(x),
         "inference_mode": lambda x=batch: forward_inference(x),
     }
-    timed = compare(f"forward, batch {b}", runs, budget_s=0.2)
+    timed = compare(f"forward, batch {b}", runs, device=device, budget_s=0.2)
     gains[b] = (speedup(timed[0], timed[1]), speedup(timed[1], timed[2]))
     print()
 
@@ -354,7 +354,9 @@ sweep = {}
 for n in thread_counts:
     torch.set_num_threads(n)
     sweep[n] = [
-        time_callable(lambda b=b: forward_inference(inputs[:b]), number=1, budget_s=0.1)
+        time_callable(
+            lambda b=b: forward_inference(inputs[:b]), device=device, number=1, budget_s=0.1
+        )
         for b in batches
     ]
 torch.set_num_threads(threads)  # restore the machine's setting

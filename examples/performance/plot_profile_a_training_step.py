@@ -15,7 +15,7 @@ Profile a training step
            (``EFFPT_DEVICE=cpu`` keeps it on the CPU); on CUDA the profiler also records
            the GPU's kernels, which add a row to the figure and a busy-time line to the
            phase table; on MPS the memory section says so when the profiler recorded no
-           allocations. The traces go to a temporary folder that the page removes.
+           allocations.
 
 A slow training step rarely spends its time where its author guesses, and a guess is a
 poor reason to rewrite code. :mod:`torch.profiler` records every operator a step runs,
@@ -97,8 +97,8 @@ print(f"{sum(p.numel() for p in model.parameters()):,} parameters, batches of {b
 # :func:`effpt.profiling.profiler_rows` picks.
 #
 # Predict first, before the tables answer it: on your machine, does backward take longer
-# than forward, and does the optimizer take under a quarter of the step? A later section
-# measures both. The first line printed is the load average: an operator that waits for a
+# than forward, and does the optimizer take under a quarter of the step? The first line
+# printed is the load average: an operator that waits for a
 # core busy with other programs looks slow in every table.
 import os
 
@@ -140,8 +140,8 @@ print(by_name.table(sort_by="cpu_time_total", row_limit=8, max_name_column_width
 # Profiling a whole run records far too much, and the first steps after the profiler
 # starts carry its start-up cost. A :func:`~torch.profiler.schedule` says which steps to
 # record: here it skips one step (``wait``), starts the profiler and throws away one
-# (``warmup``), records five (``active``), and runs that cycle twice. The loop calls
-# ``prof.step()`` at the end of every step. At the end of each cycle the profiler calls
+# (``warmup``), records five (``active``), and runs that cycle twice. At the end of each
+# cycle the profiler calls
 # ``on_trace_ready``, which here exports the cycle as a Chrome trace into a temporary
 # folder: a JSON file named after the step about to start. ``acc_events=True`` keeps
 # the first cycle's events in ``prof`` when the second starts (without it the profiler
@@ -369,9 +369,8 @@ for r in recorded:  # nested spans: the parts never exceed the whole
 # ten steps. Backward computes up to two matrix products for every one in forward (the
 # gradients of the layer's input and of its weight; the first layer needs only the
 # second), so it should take longer, unless each operator's fixed cost outweighs its
-# arithmetic (small layers, a busy machine, threads waiting for each other). More
-# threads shorten the matrix products but not the fixed costs, so every share moves
-# with the machine. The two verdicts below score the predictions asked for before the
+# arithmetic (small layers, a busy machine, threads waiting for each other). The two
+# verdicts below score the predictions asked for before the
 # first table.
 from effpt.bench import Timing
 from effpt.expect import expect
@@ -424,7 +423,8 @@ print(
 # release, and the tables gain memory columns: what an operator allocated, less what it
 # released, in total and on its own (negative numbers are releases). The labels' totals
 # show the life of a step's memory: the forward keeps its activations for the backward,
-# the backward releases them and allocates the gradients, and ``zero_grad(set_to_none=True)``
+# the backward releases them and allocates the gradients, and
+# ``zero_grad(set_to_none=True)``
 # in the optimizer phase releases those, as many bytes as the parameters take; the data
 # phase allocates the batch. On a GPU the columns that matter are the device's. Sorted
 # by what each operator allocated itself:

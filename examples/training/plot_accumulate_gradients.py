@@ -189,6 +189,9 @@ if MAIN:
 # stay local and the last ``backward()`` averages the sum. A communication hook that
 # counts its calls shows how many all-reduces each way runs (one per bucket of
 # gradients), and each rank times whole accumulation steps, taking turns between the two.
+# Each rank joins the process group through :func:`effpt.ddp.process_group`: a timeout,
+# a barrier on success and the group destroyed in any case, the block that
+# :doc:`/auto_examples/amp/plot_autocast_ddp` writes out.
 import os
 import time
 from contextlib import nullcontext
@@ -197,6 +200,8 @@ from datetime import timedelta
 import torch.distributed as dist
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn.parallel import DistributedDataParallel
+
+from effpt.ddp import process_group
 
 
 def accumulate_steps(steps: int, micro: int) -> dict:
@@ -229,13 +234,8 @@ def accumulate_steps(steps: int, micro: int) -> dict:
 
 def ddp_rank(steps: int = 20, micro: int = 4) -> dict:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))  # two ranks share the cores
-    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
-    try:
-        result = accumulate_steps(steps, micro)  # the DDP model is gone before the group is
-        dist.barrier()  # no rank tears down while another still talks
-        return result
-    finally:
-        dist.destroy_process_group()
+    with process_group("gloo", timeout=timedelta(seconds=60)):
+        return accumulate_steps(steps, micro)
 
 
 # %%

@@ -257,12 +257,17 @@ if MAIN:
 # its place. With sharded training (FSDP) each rank writes only its shard, and loading
 # reshards for any number of processes; with DDP, as here, every rank holds the whole
 # model. Two gloo ranks below train one step, then save together.
+# Each rank joins the process group through :func:`effpt.ddp.process_group`: a timeout,
+# a barrier on success and the group destroyed in any case, the block that
+# :doc:`/auto_examples/amp/plot_autocast_ddp` writes out.
 import os
 from datetime import timedelta
 
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.nn.parallel import DistributedDataParallel
+
+from effpt.ddp import process_group
 
 
 def save_together(path: str) -> torch.Tensor:
@@ -277,13 +282,8 @@ def save_together(path: str) -> torch.Tensor:
 
 def dcp_rank(path: str) -> torch.Tensor:
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // 2))  # two ranks share the cores
-    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
-    try:
-        weights = save_together(path)  # the DDP model is gone before the group is
-        dist.barrier()  # no rank tears down while another still talks
-        return weights
-    finally:
-        dist.destroy_process_group()
+    with process_group("gloo", timeout=timedelta(seconds=60)):
+        return save_together(path)
 
 
 # %%
@@ -333,7 +333,6 @@ if MAIN:
 # it deletes their folder:
 if MAIN:
     workdir.cleanup()
-    print(f"folder still there: {folder.exists()}")
 
 # sphinx_gallery_start_ignore
 if MAIN:

@@ -20,13 +20,16 @@ Each module covers one concern:
 * :mod:`effpt.viz`: plotting helpers pages share, such as the autograd graph.
 * :mod:`effpt.ops`: reference implementations the compilation pages build up to.
 * :mod:`effpt.amp`: the checkerboard task and float16 helpers of the mixed-precision pages.
-* :mod:`effpt.ddp`: a spawnable DistributedDataParallel worker with bounded timeouts.
+* :mod:`effpt.ddp`: a spawnable DistributedDataParallel worker with bounded timeouts,
+  and the process group's setup and teardown.
 * :mod:`effpt.profiling`: the profiler's rows of one kind (operators, labels, kernels),
   so that a sum never counts a kernel twice.
+* :mod:`effpt.torchscript`: TorchScript's deprecation warnings, silenced where a page
+  uses TorchScript on purpose.
 """
 
 from __future__ import annotations
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = ["__version__"]

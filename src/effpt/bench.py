@@ -13,6 +13,8 @@ contains 1.
 and returns :class:`~effpt.records.Record` objects for the site's measurements page.
 The names of :mod:`effpt.records` are importable from here too.
 
+Both need ``device=``: a timing that does not say where it ran cannot be read.
+
 Threads change the story of small operations on a CPU. :func:`num_threads` runs a block
 on a given number of PyTorch's intra-op threads; :func:`on_one_thread` runs a
 measurement again on one thread where that is a different run, and says why not
@@ -89,6 +91,17 @@ def synchronize(device: torch.device | str | None = None) -> None:
         torch.mps.synchronize()
 
 
+def _device(caller: str, device: object) -> torch.device:
+    """``device`` as a torch.device; None or anything else that names no device is an error."""
+    if isinstance(device, (str, torch.device)) and not isinstance(device, bool):
+        return torch.device(device)
+    msg = (
+        f"{caller}: device= must name the device the timed work runs on "
+        f'(a torch.device or its name, e.g. "cpu"), got {device!r}'
+    )
+    raise TypeError(msg)
+
+
 def _quartiles(values: tuple[float, ...]) -> tuple[float, float]:
     if len(values) < 2:
         return values[0], values[0]
@@ -157,7 +170,7 @@ def _check_timing_args(
 def time_callable(
     fn: Callable[[], Any],
     *,
-    device: torch.device | str | None = None,
+    device: torch.device | str,
     repeats: int | None = None,
     warmup: int = 1,
     number: int | None = None,
@@ -176,27 +189,34 @@ def time_callable(
     measurement has lasted ``budget_s`` seconds, or :data:`MAX_REPEATS` blocks ran.
     An integer ``repeats`` runs exactly that many blocks.
 
+    ``device`` is required: it is the device whose queue is synchronized around each
+    block, and a timing that does not say where it ran cannot be read.
+
     Examples
     --------
-    >>> t = time_callable(lambda: sum(range(100)), repeats=5, number=10)
+    >>> t = time_callable(lambda: sum(range(100)), device="cpu", repeats=5, number=10)
     >>> len(t.per_call), t.number, t.median > 0
     (5, 10, True)
-    >>> MIN_REPEATS <= len(time_callable(lambda: None).per_call) <= MAX_REPEATS
+    >>> MIN_REPEATS <= len(time_callable(lambda: None, device="cpu").per_call) <= MAX_REPEATS
     True
-    >>> time_callable(lambda: None, repeats=0)
+    >>> time_callable(lambda: None, device="cpu", repeats=0)
     Traceback (most recent call last):
     ...
     ValueError: repeats must be >= 1, got 0
-    >>> time_callable(lambda: None, min_block_s=float("nan"))
+    >>> time_callable(lambda: None, device="cpu", min_block_s=float("nan"))
     Traceback (most recent call last):
     ...
     ValueError: min_block_s must be a positive finite number, got nan
+    >>> time_callable(lambda: None, device=None)
+    Traceback (most recent call last):
+    ...
+    TypeError: time_callable: device= must name the device the timed work runs on (a torch.device or its name, e.g. "cpu"), got None
     """
     _check_timing_args(repeats, warmup, number, min_block_s, budget_s, target_spread)
     if not callable(fn):
         msg = f"fn must be callable, got {type(fn).__name__}"
         raise TypeError(msg)
-    dev = pick_device() if device is None else torch.device(device)
+    dev = _device("time_callable", device)
     number = _warm_up(fn, dev, warmup, number, min_block_s)
     per_call: list[float] = []
     began = time.perf_counter()  # the budget counts timed blocks only, not the warm-up
@@ -268,7 +288,7 @@ def compare(
     variants: Mapping[str, Callable[[], Any]],
     *,
     baseline: str | None = None,
-    device: torch.device | str | None = None,
+    device: torch.device | str,
     repeats: int | None = None,
     warmup: int = 1,
     number: int | None = None,
@@ -289,25 +309,31 @@ def compare(
     Arguments are checked before anything runs; a variant that raises stops the
     comparison with a :class:`VariantError` naming it. Records are appended to the file
     named by ``$EFFPT_RECORDS_FILE`` when it is set (the site's build sets it).
+    ``device`` is required, as for :func:`time_callable`: the records name its machine.
 
     Examples
     --------
     >>> records = compare(
     ...     "sum 1000 ints",
     ...     {"python": lambda: sum(range(1000)), "builtin": lambda: 499500},
+    ...     device="cpu",
     ...     repeats=3,
     ...     show=False,
     ... )
     >>> [r.variant for r in records], records[0].baseline
     (['python', 'builtin'], 'python')
-    >>> compare("broken", {"boom": lambda: 1 / 0}, show=False)
+    >>> compare("broken", {"boom": lambda: 1 / 0}, device="cpu", show=False)
     Traceback (most recent call last):
     ...
     effpt.bench.VariantError: variant 'boom' of task 'broken' raised ZeroDivisionError: division by zero
-    >>> compare("t", {"a": lambda: None}, repeats=0)
+    >>> compare("t", {"a": lambda: None}, device="cpu", repeats=0)
     Traceback (most recent call last):
     ...
     ValueError: repeats must be >= 1, got 0
+    >>> compare("t", {"a": lambda: None}, device=None)
+    Traceback (most recent call last):
+    ...
+    TypeError: compare: device= must name the device the timed work runs on (a torch.device or its name, e.g. "cpu"), got None
     """
     if not isinstance(task, str):
         msg = f"task must be a str, got {type(task).__name__}"
@@ -328,7 +354,7 @@ def compare(
             msg = f"variant {name!r} of task {task!r} is not callable, got {type(fn).__name__}"
             raise TypeError(msg)
     _check_timing_args(repeats, warmup, number, 0.02, budget_s, target_spread)
-    dev = pick_device() if device is None else torch.device(device)
+    dev = _device("compare", device)
     machine = this_machine(dev)
     names = list(variants)
     numbers, samples = {}, {name: [] for name in names}

@@ -19,6 +19,12 @@ program that must never hang needs:
   :func:`torch.cuda.is_available` still says True there, and code that picks a CUDA
   path from it fails (``torch.distributed.checkpoint``'s file writer copies through a
   CUDA stream). In such a rank ``torch.cuda.is_available()`` returns False.
+
+What each rank runs inside the group is the page's; joining and leaving it is the same
+everywhere. :func:`process_group` is that part: it joins the default process group with
+a timeout, meets the other ranks at a barrier when the block succeeds (so that no rank
+tears down its connections while another still reads from them), and destroys the group
+however the block ended.
 """
 
 from __future__ import annotations
@@ -33,12 +39,14 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import timedelta
 from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DDPTimeoutError", "DDPWorkerError", "free_port", "launch"]
+__all__ = ["DDPTimeoutError", "DDPWorkerError", "free_port", "launch", "process_group"]
 
 _PORT_TAKEN = ("address already in use", "eaddrinuse")
 #: How the rendezvous's own failure to listen ends its traceback: a DistNetworkError on
@@ -354,3 +362,46 @@ def launch(
             if attempt == attempts:
                 raise
     raise AssertionError  # pragma: no cover  (the loop returns or raises)
+
+
+@contextmanager
+def process_group(backend: str, *, timeout: timedelta, **kwargs: Any) -> Iterator[None]:
+    """Join the default process group for the block; leave it through a barrier, then destroy it.
+
+    On entry it calls :func:`torch.distributed.init_process_group` with ``backend``,
+    ``timeout`` (a collective that waits longer raises instead of hanging) and
+    ``kwargs`` (``device_id``, ``store``, ``rank``, ``world_size``, ...); the
+    rendezvous comes from torchrun's variables unless ``kwargs`` say otherwise. When the
+    block ends normally, every rank waits at :func:`torch.distributed.barrier`: past it,
+    all of them are done communicating. However the block ended, garbage is collected
+    (a DistributedDataParallel model sits in reference cycles that hold the group's
+    threads) and :func:`torch.distributed.destroy_process_group` runs. A block that
+    raises skips the barrier: its peers then fail at their next collective within
+    ``timeout``, rather than wait for a rank that will never come.
+
+    The gallery page on autocast with DDP writes this block out by hand, as part of its
+    lesson; this is the same block for pages where the process group is not the lesson.
+
+    Examples
+    --------
+    >>> with process_group("gloo", timeout=60):
+    ...     pass
+    Traceback (most recent call last):
+    ...
+    TypeError: timeout must be a positive datetime.timedelta, got 60
+    """
+    if not isinstance(timeout, timedelta):
+        msg = f"timeout must be a positive datetime.timedelta, got {timeout!r}"
+        raise TypeError(msg)
+    if timeout <= timedelta(0):
+        msg = f"timeout must be a positive datetime.timedelta, got {timeout!r}"
+        raise ValueError(msg)
+    import torch.distributed as dist  # noqa: PLC0415  (launch never imports torch)
+
+    dist.init_process_group(backend, timeout=timeout, **kwargs)
+    try:
+        yield
+        dist.barrier()
+    finally:
+        gc.collect()
+        dist.destroy_process_group()

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import platform
-from pathlib import Path
 
 import torch
 
-from effpt.machine import Machine, timing_environment
+from effpt.machine import Machine, cpu_model, timing_environment
 
 __all__ = [
     "DEVICE_CHOICES",
@@ -155,14 +154,8 @@ def torch_version() -> str:
 
 
 def _cpu_name() -> str:
-    """The CPU's model name where Linux tells it, else the architecture."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU's model name (:func:`effpt.machine.cpu_model`)."""
+    return cpu_model()
 
 
 def this_machine(device: torch.device | str | None = None) -> Machine:

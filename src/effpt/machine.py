@@ -32,6 +32,7 @@ __all__ = [
     "Bfloat16Support",
     "Machine",
     "bfloat16_support",
+    "cpu_model",
     "load_line",
     "timing_environment",
 ]
@@ -53,6 +54,33 @@ TIMING_VARIABLES = (
 )
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 _SETTING = re.compile(r"([A-Z][A-Z0-9_]*)=(.*)")
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    r"""The CPU's model name as Linux tells it, else the architecture (torch-free).
+
+    ``cpuinfo`` is the text of ``/proc/cpuinfo`` (default: read it where it exists).
+    Both this library's run stamps and the evidence tool (which loads this module alone)
+    name CPUs by it.
+
+    Examples
+    --------
+    >>> cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 9R14 96-Core Processor\n")
+    'AMD EPYC 9R14 96-Core Processor'
+    >>> cpu_model("processor\t: 0\n") != ""  # no model name: the architecture
+    True
+    """
+    import platform  # noqa: PLC0415  (rarely needed)
+
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine() or "unknown"
 
 
 def timing_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
