@@ -395,3 +395,45 @@ def test_a_record_of_this_builds_own_machine_is_not_another_column(app):
     (x,) = [r for r in across.rows(app, cols) if r.key == "x beats y"]
     text = across.summary(x, cols, T)
     assert "holds on 1 of 2 machines recorded" in text
+
+
+# -- the columns, computed once per build ---------------------------------------------
+
+
+def _counting(monkeypatch):
+    calls = []
+    real = across.read_records
+
+    def counted(app):
+        calls.append(app)
+        return real(app)
+
+    monkeypatch.setattr(across, "read_records", counted)
+    return calls
+
+
+def test_the_columns_are_read_once_while_nothing_changes(app, monkeypatch):
+    write(records_dir(app), "box", record(expectations=[_expectation("x beats y", 0.5)]))
+    calls = _counting(monkeypatch)
+    first = across.columns(app)
+    assert [c.key for c in across.columns(app)] == [c.key for c in first] == ["this-build", "box"]
+    assert len(calls) == 1
+
+
+def test_the_columns_follow_a_new_record_a_rewritten_output_and_an_edited_page(app, monkeypatch):
+    calls = _counting(monkeypatch)
+    assert [c.key for c in across.columns(app)] == ["this-build"]
+    write(records_dir(app), "box", record(expectations=[_expectation("x beats y", 0.5)]))
+    cols = across.columns(app)
+    assert [c.key for c in cols] == ["this-build", "box"]
+    assert cols[1].pages["plot_a"].current
+    # this build's run: another expectation written by the page
+    out = records_dir(app).parent / "auto" / "_expectations" / "plot_a.jsonl"
+    out.write_text(json.dumps(_expectation("q beats r", 2.0)) + "\n", encoding="utf-8")
+    (here,) = [c for c in across.columns(app) if c.key == "this-build"]
+    assert [e.statement for e in here.pages["plot_a"].expectations] == ["q beats r"]
+    # the page's source edited: the record no longer ran the current page
+    page = records_dir(app).parents[1] / "examples" / "fam" / "plot_a.py"
+    page.write_text(page.read_text() + "# edited\n", encoding="utf-8")
+    assert not across.columns(app)[1].pages["plot_a"].current
+    assert len(calls) == 4

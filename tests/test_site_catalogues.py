@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from sphinx.errors import ExtensionError
@@ -135,3 +136,29 @@ def test_markup_that_docutils_cannot_parse_names_the_file_and_line(tmp_path):
         catalogues.check_catalogues(tmp_path, "zh_CN")
     path.write_text(HEADER + body.replace("``（", "``\\\\ （"), encoding="utf-8")
     assert catalogues.check_catalogues(tmp_path, "zh_CN").translated == 1
+
+
+def test_a_translated_build_made_from_nothing_finds_the_record_of_an_earlier_one(tmp_path, counted):
+    """The record outlives the language's output and doctrees (a cold Chinese pass)."""
+    write_po(tmp_path, "plot_a.po", GOOD)
+
+    def app(doctrees):
+        config = SimpleNamespace(language="zh_CN", effpt_catalogue_record_dir="_build")
+        return SimpleNamespace(
+            srcdir=str(tmp_path),
+            doctreedir=str(tmp_path / doctrees),
+            outdir=str(tmp_path / "_build" / "html" / "zh_CN"),
+            config=config,
+            builder=SimpleNamespace(name="html"),
+        )
+
+    catalogues._check_catalogues(app("_build/html/zh_CN/.doctrees"))
+    assert counted == ["plot_a.po"]
+    # the output and its doctrees removed: the record is found, nothing is checked again
+    catalogues._check_catalogues(app("fresh/.doctrees"))
+    assert counted == ["plot_a.po"]
+    assert catalogues.record_file(app("x"), "zh_CN").parent == tmp_path / "_build"
+    # ... and a changed catalogue is still checked
+    write_po(tmp_path, "plot_a.po", GOOD + "\n")
+    catalogues._check_catalogues(app("fresh/.doctrees"))
+    assert counted == ["plot_a.po", "plot_a.po"]

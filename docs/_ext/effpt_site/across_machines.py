@@ -31,8 +31,16 @@ from effpt.expect import Expectation
 from effpt.machine import Machine
 from effpt.records import Record
 from effpt_site.i18n import N_, language_of, translate_data, translator
-from effpt_site.layout import example_pages, family_dirs, reading_order
-from effpt_site.outputs import claim_files, conf_of, expectation_files, stamps
+from effpt_site.layout import example_pages, family_dirs, memo, reading_order, signature
+from effpt_site.outputs import (
+    claim_files,
+    claims_dir,
+    conf_of,
+    expectation_files,
+    expectations_dir,
+    records_dir,
+    stamps,
+)
 
 _TOOLS = Path(__file__).resolve().parents[2] / "_tools"
 if str(_TOOLS) not in sys.path:
@@ -270,6 +278,15 @@ def columns(app) -> list[Column]:
     that machine's newest run, and the record would repeat it cell for cell, and count
     it again as "elsewhere".
     """
+    conf = conf_of(app)
+    folders = [evidence_dir(app), records_dir(conf), expectations_dir(conf), claims_dir(conf)]
+    folders += family_dirs(app)  # the pages' sources: a record is current if it ran them
+    files = [p for f in folders if f.is_dir() for p in sorted(f.iterdir()) if p.is_file()]
+    key = signature(*folders, *files)
+    return list(memo(app, "across_machines.columns", key, lambda: _columns(app)))
+
+
+def _columns(app) -> list[Column]:
     pages = _pages_by_key(app)
     here = _this_build(app)
     records = [_record_column(p, d, pages) for p, d in read_records(app).items()]

@@ -6,8 +6,10 @@ failure names the file and the line. :class:`Coverage` counts a catalogue's mess
 
 A catalogue's verdict depends only on its bytes, how it is read (``md`` or ``rst``) and
 the checking code, so a translated build checks again only the catalogues whose bytes
-changed since a build that passed them (:class:`CheckedCatalogues`, a file beside
-Sphinx's doctrees); the others keep the counts recorded then.
+changed since a build that passed them (:class:`CheckedCatalogues`, a file in
+``effpt_catalogue_record_dir``, ``docs/_build`` by default: outside the language's
+output and doctrees, so a translated build made from nothing, after its output was
+removed, still finds it); the others keep the counts recorded then.
 """
 
 from __future__ import annotations
@@ -280,6 +282,12 @@ def check_catalogues(srcdir: str | Path, language: str, record: Path | None = No
     )
 
 
+def record_file(app, language: str) -> Path:
+    """Where the catalogues of ``language`` that passed are recorded (see the module's text)."""
+    folder = Path(app.srcdir) / app.config.effpt_catalogue_record_dir
+    return folder / f"effpt-catalogues-{language}.json"
+
+
 def _check_catalogues(app) -> None:
     """builder-inited: every catalogue of a translated build must parse and keep its markup."""
     language = app.config.language or "en"
@@ -288,7 +296,7 @@ def _check_catalogues(app) -> None:
     if not catalogues(app.srcdir, language):
         msg = f"no catalogues for language {language!r} under {Path(app.srcdir) / 'locale'}"
         raise ExtensionError(msg)
-    record = Path(app.doctreedir) / f"effpt-catalogues-{language}.json"
+    record = record_file(app, language)
     counts = check_catalogues(app.srcdir, language, record)
     logger.info(
         "effpt: %s catalogues: %d messages, %d fuzzy (fuzzy ones are shown in English)",
@@ -299,4 +307,7 @@ def _check_catalogues(app) -> None:
 
 
 def setup(app) -> None:
+    # Relative to the source folder; it holds only what passed, keyed on the bytes
+    # checked and the checking code, so every output of the site may share it.
+    app.add_config_value("effpt_catalogue_record_dir", "_build", "")
     app.connect("builder-inited", _check_catalogues)

@@ -7,6 +7,7 @@ there (records, expectations, stamps, costs) is read through :mod:`effpt_site.ou
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -106,11 +107,51 @@ def reading_order(folder: Path) -> list[str]:
     return listed or sorted(p.name for p in folder.glob("plot_*.py"))
 
 
+def signature(*paths: Path) -> tuple:
+    """What :func:`memo` keys a result on: each folder's file names, each file's bytes' hash.
+
+    A file added, removed, renamed or rewritten changes it (bytes, not modification
+    times, which a rewrite within the same clock tick would leave unchanged).
+    """
+    out: list[tuple] = []
+    for path in paths:
+        if path.is_dir():
+            out.append((str(path), tuple(sorted(p.name for p in path.iterdir()))))
+        elif path.is_file():
+            digest = hashlib.sha1(path.read_bytes(), usedforsecurity=False).hexdigest()
+            out.append((str(path), digest))
+        else:
+            out.append((str(path), None))
+    return tuple(out)
+
+
+def memo(app, name: str, key: object, compute):
+    """``compute()``, computed again only when ``key`` differs from the last call's on ``app``.
+
+    A build asks for the same per-build values (every page, every column of evidence) on
+    each of its pages; the key (inputs' :func:`signature`, the configuration used) keeps
+    a value from outliving what it was computed from.
+    """
+    store = app.__dict__.setdefault("_effpt_memo", {})
+    found = store.get(name)
+    if found is not None and found[0] == key:
+        return found[1]
+    value = compute()
+    store[name] = (key, value)
+    return value
+
+
 def example_pages(app) -> dict[str, str]:
     """Map each example's stem to its page's docname, for every family in reading order."""
     gallery = app.config.sphinx_gallery_conf["gallery_dirs"]
+    folders = family_dirs(app)
+    key = (gallery, signature(*folders, *(f / "GALLERY_HEADER.rst" for f in folders)))
+    return dict(memo(app, "example_pages", key, lambda: _example_pages(gallery, folders)))
+
+
+def _example_pages(gallery: str, folders: list[Path]) -> dict[str, str]:
     pages = {}
-    for folder in family_dirs(app):
+    for folder in folders:
         for name in reading_order(folder):
             stem = Path(name).stem
             pages[stem] = f"{gallery}/{folder.name}/{stem}"
