@@ -205,9 +205,9 @@ def check_reader_links(driver, base: str, path: str, language: str) -> list[str]
     box_words = {
         "en": (
             "Before you start",
-            ["What you will learn", "Read first", "What it needs", "Run time"],
+            ["What you will learn", "Read first", "What it needs", "Run it on its own", "Run time"],
         ),
-        "zh": ("开始之前", ["你将学到", "先读", "所需环境", "运行时间"]),
+        "zh": ("开始之前", ["你将学到", "先读", "所需环境", "单独运行本页", "运行时间"]),
     }[language]
     box = found["box"]
     if box is None:
