@@ -45,3 +45,28 @@ def built_site(tmp_path_factory):
     html = root / "html"
     build(docs, html)
     return docs, html
+
+
+@pytest.fixture(scope="module")
+def conf():
+    """docs/conf.py's settings, read as Sphinx reads them (no network probe)."""
+    import runpy
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("EFFPT_INTERSPHINX", "0")
+    try:
+        return runpy.run_path(str(Path(__file__).resolve().parent.parent / "docs" / "conf.py"))
+    finally:
+        mp.undo()
+
+
+@pytest.fixture(scope="module")
+def site_app(conf):
+    """The real site's gallery settings, as the extension's functions read them from an app."""
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(
+        sphinx_gallery_conf=conf["sphinx_gallery_conf"], effpt_families=conf["effpt_families"]
+    )
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    return SimpleNamespace(srcdir=str(docs), config=config)

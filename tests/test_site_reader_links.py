@@ -9,9 +9,7 @@ link's target is among what the workflow publishes.
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path, PurePosixPath
-from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -31,23 +29,7 @@ DOCS = ROOT / "docs"
 WORKFLOW = ROOT / ".github" / "workflows" / "pages.yml"
 
 
-@pytest.fixture(scope="module")
-def conf():
-    """docs/conf.py's settings, read as Sphinx reads them (no network probe)."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("EFFPT_INTERSPHINX", "0")
-    try:
-        return runpy.run_path(str(DOCS / "conf.py"))
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(scope="module")
-def site_app(conf):
-    config = SimpleNamespace(
-        sphinx_gallery_conf=conf["sphinx_gallery_conf"], effpt_families=conf["effpt_families"]
-    )
-    return SimpleNamespace(srcdir=str(DOCS), config=config)
+# `conf` and `site_app`: tests/conftest.py.
 
 
 # -- Report a problem ------------------------------------------------------------------

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-import runpy
 from pathlib import Path
-from types import SimpleNamespace
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 
-@pytest.fixture(scope="module")
-def conf():
-    """docs/conf.py's settings, read as Sphinx reads them (no network probe)."""
-    mp = pytest.MonkeyPatch()
-    mp.setenv("EFFPT_INTERSPHINX", "0")
-    try:
-        return runpy.run_path(str(DOCS / "conf.py"))
-    finally:
-        mp.undo()
-
-
-@pytest.fixture(scope="module")
-def site_app(conf):
-    config = SimpleNamespace(
-        sphinx_gallery_conf=conf["sphinx_gallery_conf"], effpt_families=conf["effpt_families"]
-    )
-    return SimpleNamespace(srcdir=str(DOCS), config=config)
+# `conf` and `site_app`: tests/conftest.py.
 
 
 # -- Related pages and the index of torch names ------------------------------------------
