@@ -149,7 +149,7 @@ def test_the_summary_counts_the_records_and_names_where_it_did_not_hold(app):
     x = across.rows(app, cols)[0]
     assert across.summary(x, cols, T) == (
         "Elsewhere: holds on 1 of 3 machines recorded; does not hold on B (AVX2); "
-        "inconclusive on the stand-in one thread."
+        "inconclusive on the one thread stand-in."
     )
     assert cols[3].header(T) == (
         "Stand-in one thread: x86_64 CPU (Fixture CPU), 4 threads · AVX2 · torch 2.13.0"

@@ -95,7 +95,7 @@ class Column:
             return t("this build")
         assert self.machine is not None
         if self.standin is not None:
-            return t("the stand-in {name}", name=self.standin)
+            return t("the {name} stand-in", name=self.standin)
         if self.machine.kind == "cpu":
             return f"{self.cpu_model} ({self.capability})" if self.capability else self.cpu_model
         return self.machine.name
