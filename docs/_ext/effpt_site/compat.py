@@ -184,7 +184,7 @@ class CompatibilityDirective(Directive):
 
     def run(self):
         env = self.state.document.settings.env
-        language = language_of(env.app)
+        language = language_of(env)
 
         t = translator(language)
 
@@ -195,7 +195,7 @@ class CompatibilityDirective(Directive):
             return [
                 freeze(nodes.paragraph(text=t("The torch matrix has not been run for this copy.")))
             ]
-        pages = example_pages(env.app)
+        pages = example_pages(env)
         versions = [run["torch"] for run in runs]
         lines = [
             f".. list-table:: {t('The matrix runs')}",

@@ -23,24 +23,23 @@ class ExecutionTimesDirective(Directive):
     has_content = False
 
     def run(self):
-        app = self.state.document.settings.env.app
-        language = language_of(app)
+        env = self.state.document.settings.env
+        language = language_of(env)
 
         t = translator(language)
 
-        generated = generated_dir(app)
-        memory = bool(app.config.effpt_memory_measured)
+        generated = generated_dir(env)
+        memory = bool(env.config.effpt_memory_measured)
         rows, totals = [], {}
-        env = self.state.document.settings.env
-        for stem, docname in example_pages(app).items():
-            cost = read_cost(app.srcdir, docname)
+        for stem, docname in example_pages(env).items():
+            cost = read_cost(env.srcdir, docname)
             if cost is None:
                 continue
             env.note_dependency(str(cost.path))
-            env.note_dependency(str(stamp_file(conf_of(app), stem)))
+            env.note_dependency(str(stamp_file(conf_of(env), stem)))
             # The peak GPU memory the site's hook measured (effpt_site.hooks), on CUDA only;
             # none for a page that allocated no CUDA memory (it ran on the CPU).
-            mib = (read_stamp(conf_of(app), stem) or {}).get("gpu_peak_mib")
+            mib = (read_stamp(conf_of(env), stem) or {}).get("gpu_peak_mib")
             family = Path(docname).parent.name
             rows.append((cost.seconds, mib, family, stem, docname))
             totals[family] = totals.get(family, 0.0) + cost.seconds
@@ -77,7 +76,7 @@ class ExecutionTimesDirective(Directive):
             f"     - {t('Pages')}",
             f"     - {t('Total')}",
         ]
-        for family in app.config.effpt_families:
+        for family in env.config.effpt_families:
             if family in totals:
                 count = sum(1 for r in rows if r[2] == family)
                 lines += [

@@ -159,9 +159,9 @@ class ClaimsDirective(Directive):
 
     def run(self):
         env = self.state.document.settings.env
-        for path in claim_files(env.app).values():
+        for path in claim_files(env).values():
             env.note_dependency(str(path))
-        lines = claim_lines(env.app, language_of(env.app))
+        lines = claim_lines(env, language_of(env))
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="claims"), container)
         return freeze(container).children
@@ -174,10 +174,10 @@ class MeasurementsDirective(Directive):
 
     def run(self):
         env = self.state.document.settings.env
-        t = translator(language_of(env.app))
-        rows = load_records(env.app)
+        t = translator(language_of(env))
+        rows = load_records(env)
         for row in rows:
-            env.note_dependency(str(records_file(conf_of(env.app), row.page)))
+            env.note_dependency(str(records_file(conf_of(env), row.page)))
         lines = [
             f".. list-table:: {t('Every timing in the gallery')}",
             "   :header-rows: 1",

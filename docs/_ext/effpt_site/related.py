@@ -128,13 +128,12 @@ class TorchIndex(Directive):
 
     def run(self):
         env = self.state.document.settings.env
-        app = env.app
-        language = language_of(app)
-        conf = app.config.sphinx_gallery_conf
-        path = Path(app.srcdir, conf["backreferences_dir"], "backreferences_all.json")
+        language = language_of(env)
+        conf = env.config.sphinx_gallery_conf
+        path = Path(env.srcdir, conf["backreferences_dir"], "backreferences_all.json")
         env.note_dependency(str(path))
         backrefs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        uses = torch_uses(backrefs, app.srcdir)
+        uses = torch_uses(backrefs, env.srcdir)
         title = translate(language, "PyTorch functions and the pages that use them")
         section = nodes.section(ids=["torch-index"], names=["torch-index"])
         section += nodes.title(text=title)
