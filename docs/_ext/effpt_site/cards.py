@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx import addnodes
 from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.machine import Machine
@@ -112,7 +112,7 @@ def build_stamp(machine: Machine, day: datetime, language: str = "en") -> str:
     return sentence + f", with {torch_part}."
 
 
-class BuildStampDirective(Directive):
+class BuildStampDirective(SphinxDirective):
     """The landing page's line saying when and on what this copy was built.
 
     Made here, in the build's language, and never offered to translators: it changes
@@ -124,20 +124,20 @@ class BuildStampDirective(Directive):
     def run(self):
         from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
 
-        language = language_of(self.state.document.settings.env)
+        language = language_of(self.env)
         text = build_stamp(this_machine(), datetime.now(timezone.utc), language)
         paragraph = nodes.paragraph(classes=["effpt-build-stamp"])
         paragraph += nodes.emphasis(text=text)
         return [freeze(paragraph)]
 
 
-class FamiliesDirective(Directive):
+class FamiliesDirective(SphinxDirective):
     """Cards for the lesson families, each with its picture and the titles of its pages."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
+        env = self.env
         gallery = env.config.sphinx_gallery_conf["gallery_dirs"]
         cards = nodes.container(classes=["effpt-cards"])
         for number, folder in enumerate(family_dirs(env), start=1):

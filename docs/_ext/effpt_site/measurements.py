@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.claims import CLAIMS, Outcome, claim, read_outcomes
@@ -152,13 +152,13 @@ def _machines_line(rows: list[_Row], t) -> str:
     return t("All timings below were taken on {machines}.", machines="; ".join(named))
 
 
-class ClaimsDirective(Directive):
+class ClaimsDirective(SphinxDirective):
     """The sources' claims, each with the outcome its page recorded in this build."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
+        env = self.env
         for path in claim_files(env).values():
             env.note_dependency(str(path))
         lines = claim_lines(env, language_of(env))
@@ -167,13 +167,13 @@ class ClaimsDirective(Directive):
         return freeze(container).children
 
 
-class MeasurementsDirective(Directive):
+class MeasurementsDirective(SphinxDirective):
     """One table of every record of the build."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
+        env = self.env
         t = translator(language_of(env))
         rows = load_records(env)
         for row in rows:
