@@ -1,6 +1,7 @@
 """Make the site's own Sphinx extension (docs/_ext/effpt_site) and the page runner
 (docs/_tools/page_runner.py) importable by the tests; ``built_site``, the one small real
-build of the site's tests (tests/test_site_build.py asserts on it).
+build of the site's tests (tests/test_site_build.py asserts on it); ``app``, the stand-in
+application of a one-page gallery that the readers' tests share.
 
 tests/reader holds the reader's test, which needs an environment built from effpt's
 wheel (``nox -s reader`` makes it and names its interpreter in EFFPT_READER_PYTHON);
@@ -45,6 +46,37 @@ def built_site(tmp_path_factory):
     html = root / "html"
     build(docs, html)
     return docs, html
+
+
+@pytest.fixture
+def app(tmp_path):
+    """A stand-in application (tests/minisite.py's ``stub_app``) for a one-page gallery:
+    family ``fam`` with its page ``plot_a``, and an empty records folder. A test file
+    that needs more around the page defines its own ``app``."""
+    from minisite import family_of_one, stub_app
+
+    family_of_one(tmp_path)
+    (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
+    return stub_app(tmp_path)
+
+
+@pytest.fixture
+def calls_to(monkeypatch):
+    """``calls_to(module, name)``: ``module.name`` records each call's arguments in the
+    list it returns, then does what it did (for tests of what is computed only once)."""
+
+    def counting(module, name):
+        calls = []
+        real = getattr(module, name)
+
+        def counted(*args, **kwargs):
+            calls.append(args)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+        return calls
+
+    return counting
 
 
 @pytest.fixture(scope="module")

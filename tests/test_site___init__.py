@@ -7,6 +7,7 @@ import although a build that executes nothing never calls them.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -55,3 +56,26 @@ def test_a_machine_without_a_gpu_driver_says_no_memory_figure_without_torch():
     if any(Path(p).exists() for p in hooks.GPU_DEVICE_FILES):
         pytest.skip("this machine has a GPU driver: torch is asked")
     assert not _imports_torch("from effpt_site import hooks\nassert not hooks.memory_is_measured()")
+
+
+def _through_the_environment(node) -> bool:
+    """``env.app``, ``self.env.app``, ``settings.env.app``: the application reached
+    through the build environment."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "app"):
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Name) and owner.id == "env") or (
+        isinstance(owner, ast.Attribute) and owner.attr == "env"
+    )
+
+
+def test_no_module_reaches_the_application_through_the_environment():
+    """Sphinx 9 deprecates ``BuildEnvironment.app`` (RemovedInSphinx11Warning); a directive
+    takes what it needs from the environment (its ``config``, ``srcdir``). The tests turn
+    the warning into an error where a build runs a directive; this catches a use in one
+    that no test builds."""
+    found = []
+    for path in sorted((EXT / "effpt_site").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        found += [f"{path.name}:{n.lineno}" for n in ast.walk(tree) if _through_the_environment(n)]
+    assert found == []

@@ -17,7 +17,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from minisite import build, family_of_one, one_page_gallery, stub_app
+from minisite import (
+    BUILT_EXTENSIONS,
+    BUILT_PAGE,
+    build,
+    family_of_one,
+    one_page_gallery,
+    stub_app,
+)
 from sphinx.errors import ExtensionError
 
 from effpt.expect import expect
@@ -221,47 +228,20 @@ def test_row_anchors_are_stable_and_distinct():
 
 # -- a one-page site: the grid, and the page's verdict line linked to its row ----------
 
-SCRIPT = '''"""
-Sum faster
-==========
-
-This page compares two sums.
-"""
-
-from effpt.expect import expect
-
-_ = expect("the fixture sum beats the loop", (2.0, 1.9, 2.1), above=1.0, device="cpu")
-
-# %%
-# Summary
-# -------
-#
-# The verdict is printed.
-'''
-
-EXTENSIONS = [
-    "sphinx_gallery.gen_gallery",
-    "effpt_site.compat",
-    "effpt_site.page_checks",
-    "effpt_site.decorations",
-    "effpt_site.expectations",
-    "effpt_site.across_machines",
-    "effpt_site.verdict_box",
-]
-
 
 def site(tmp_path) -> Path:
-    """A one-page gallery, a measurements page and one fixture record.
+    """A one-page gallery (the page and extensions of tests/minisite.py's one small real
+    build), a measurements page and one fixture record.
 
     The page is named as the page of two of effpt.claims's claims, so that they are rows.
     """
-    script = SCRIPT
+    script = BUILT_PAGE
     measurements = "Measurements\n============\n\nThe grid\n--------\n\n.. effpt-expectations::\n"
     docs = one_page_gallery(
         tmp_path,
         "plot_batch_gather.py",
         script,
-        extensions=EXTENSIONS,
+        extensions=BUILT_EXTENSIONS,
         pages={"measurements": measurements},
         conf_extra='effpt_evidence_dir = "records"',
     )
@@ -400,28 +380,16 @@ def test_a_record_of_this_builds_own_machine_is_not_another_column(app):
 # -- the columns, computed once per build ---------------------------------------------
 
 
-def _counting(monkeypatch):
-    calls = []
-    real = across.read_records
-
-    def counted(app):
-        calls.append(app)
-        return real(app)
-
-    monkeypatch.setattr(across, "read_records", counted)
-    return calls
-
-
-def test_the_columns_are_read_once_while_nothing_changes(app, monkeypatch):
+def test_the_columns_are_read_once_while_nothing_changes(app, calls_to):
     write(records_dir(app), "box", record(expectations=[_expectation("x beats y", 0.5)]))
-    calls = _counting(monkeypatch)
+    calls = calls_to(across, "read_records")
     first = across.columns(app)
     assert [c.key for c in across.columns(app)] == [c.key for c in first] == ["this-build", "box"]
     assert len(calls) == 1
 
 
-def test_the_columns_follow_a_new_record_a_rewritten_output_and_an_edited_page(app, monkeypatch):
-    calls = _counting(monkeypatch)
+def test_the_columns_follow_a_new_record_a_rewritten_output_and_an_edited_page(app, calls_to):
+    calls = calls_to(across, "read_records")
     assert [c.key for c in across.columns(app)] == ["this-build"]
     write(records_dir(app), "box", record(expectations=[_expectation("x beats y", 0.5)]))
     cols = across.columns(app)

@@ -13,15 +13,7 @@ import json
 import re
 from pathlib import Path
 
-import pytest
 from minisite import DOCS
-
-# The directive reaches the application through ``env.app``, which Sphinx deprecates
-# (RemovedInSphinx11Warning); cards, compat and measurements do the same. Until the
-# extension stops doing so, that one warning is let through here, and only here.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:'sphinx.environment.BuildEnvironment.app' is deprecated"
-)
 
 CONF = """
 import sys

@@ -9,15 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from minisite import family_of_one, stub_app
 from sphinx.errors import ExtensionError
-
-
-@pytest.fixture
-def app(tmp_path):
-    family_of_one(tmp_path)
-    (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
-    return stub_app(tmp_path)
 
 
 def _write_expectations(app, stem, lines):

@@ -13,13 +13,6 @@ from effpt_site import layout
 from effpt_site.layout import ReadingOrder
 
 
-@pytest.fixture
-def app(tmp_path):
-    family_of_one(tmp_path)
-    (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
-    return stub_app(tmp_path)
-
-
 def test_page_stem_names_a_gallery_pages_example_and_nothing_else(app):
     from effpt_site.layout import page_stem
 
@@ -59,22 +52,10 @@ def test_a_listed_script_that_does_not_exist_stops_the_build(tmp_path):
 # -- computed once per build -------------------------------------------------------
 
 
-def _counting(monkeypatch):
-    calls = []
-    real = layout.reading_order
-
-    def counted(folder):
-        calls.append(folder)
-        return real(folder)
-
-    monkeypatch.setattr(layout, "reading_order", counted)
-    return calls
-
-
-def test_example_pages_reads_the_headers_once_while_they_do_not_change(tmp_path, monkeypatch):
+def test_example_pages_reads_the_headers_once_while_they_do_not_change(tmp_path, calls_to):
     family_of_one(tmp_path)
     app = stub_app(tmp_path)
-    calls = _counting(monkeypatch)
+    calls = calls_to(layout, "reading_order")
     first = layout.example_pages(app)
     assert layout.example_pages(app) == first == {"plot_a": "auto/fam/plot_a"}
     assert len(calls) == 1
@@ -82,10 +63,10 @@ def test_example_pages_reads_the_headers_once_while_they_do_not_change(tmp_path,
     assert layout.example_pages(app) == {"plot_a": "auto/fam/plot_a"}
 
 
-def test_example_pages_follow_a_changed_header_and_a_new_script(tmp_path, monkeypatch):
+def test_example_pages_follow_a_changed_header_and_a_new_script(tmp_path, calls_to):
     family = family_of_one(tmp_path).parent
     app = stub_app(tmp_path)
-    calls = _counting(monkeypatch)
+    calls = calls_to(layout, "reading_order")
     assert list(layout.example_pages(app)) == ["plot_a"]
     (family / "plot_b.py").write_text('"""\nB\n=\n"""\n', encoding="utf-8")
     header = family / "GALLERY_HEADER.rst"

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from minisite import family_of_one, stub_app
 from sphinx.errors import ExtensionError
 
 from effpt import claims
@@ -31,13 +30,6 @@ GOOD = {
     "baseline": "v",
     "machine": CPU.to_dict(),
 }
-
-
-@pytest.fixture
-def app(tmp_path):
-    family_of_one(tmp_path)
-    (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
-    return stub_app(tmp_path)
 
 
 def write_records(app, stem, lines):

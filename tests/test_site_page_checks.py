@@ -7,17 +7,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from minisite import family_of_one, stub_app
+from minisite import stub_app
 from sphinx.errors import ExtensionError
 
 from effpt_site import page_checks
-
-
-@pytest.fixture
-def app(tmp_path):
-    family_of_one(tmp_path)
-    (tmp_path / "docs" / "auto" / "_records").mkdir(parents=True)
-    return stub_app(tmp_path)
 
 
 def _page(tmp_path, docstring_tail, body):

@@ -58,16 +58,22 @@ This page fits a straight line to noisy points and prints the slope it finds.
 """
 
 
-def test_every_page_gets_a_text_copy_with_its_code_and_llms_txt_lists_it(tmp_path):
-    from sphinx.application import Sphinx
-
-    src = tmp_path / "src"
+def _project(root):
+    """The one-page project (conf.py, the card extension, PAGE) under ``root/src``."""
+    src = root / "src"
     src.mkdir()
     (src / "conf.py").write_text(
         CONF.format(ext=str(DOCS / "_ext"), here=str(src)), encoding="utf-8"
     )
     (src / "cardext.py").write_text(CARD_EXTENSION, encoding="utf-8")
     (src / "index.rst").write_text(PAGE, encoding="utf-8")
+    return src
+
+
+def test_every_page_gets_a_text_copy_with_its_code_and_llms_txt_lists_it(tmp_path):
+    from sphinx.application import Sphinx
+
+    src = _project(tmp_path)
     out = tmp_path / "out"
     app = Sphinx(src, src, out, tmp_path / "doctrees", "html", status=None, warningiserror=True)
     app.build()
@@ -93,13 +99,7 @@ def test_the_text_copy_reads_the_resolved_page_without_copying_it(tmp_path, monk
 
     from effpt_site import plain_text
 
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "conf.py").write_text(
-        CONF.format(ext=str(DOCS / "_ext"), here=str(src)), encoding="utf-8"
-    )
-    (src / "cardext.py").write_text(CARD_EXTENSION, encoding="utf-8")
-    (src / "index.rst").write_text(PAGE, encoding="utf-8")
+    src = _project(tmp_path)
     copied = []
     real = nodes.Element.deepcopy
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
 import glyphs
-from chromium import serve, webdriver
+from chromium import report_failures, serve, webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 
 PAGE_BUDGET_BYTES = 1_500_000
@@ -317,11 +317,7 @@ def main() -> int:
         print("axe-core findings (all impacts; pages affected):")
         for key, count in sorted(all_violations.items()):
             print(f"  {key}: {count}")
-    for path, problems in failures.items():
-        print(f"\n{path}:")
-        for problem in problems:
-            print(f"  - {problem}")
-    return 1 if failures else 0
+    return report_failures(failures)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 :func:`webdriver` starts it under Debian's ``chromedriver`` for Selenium, with the
 console and network logs on and whatever Chromium logged at start-up dropped.
 :func:`serve` serves a built site on a free local port, plainly or as GitHub Pages does.
-The browser test, Lighthouse and the offline archive's check all start from here.
+:func:`report_failures` ends a check: each failing page with its problems, and the exit
+status. The browser test, Lighthouse and the offline archive's check all start from here.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import http.server
 import re
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -24,6 +26,28 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 #: What GitHub Pages compresses: text, markup, scripts, styles, fonts that are not already.
 COMPRESSIBLE = re.compile(r"^(text/|application/(javascript|json|xml|x-javascript)|image/svg)")
 CACHE_SECONDS = 600  # GitHub Pages sends Cache-Control: max-age=600
+
+
+def report_failures(failures: Mapping[str, Iterable[str]], why: str = "") -> int:
+    """Print each failing page (``why`` after its name) and its problems; return the exit
+    status: 1 when anything failed, else 0.
+
+    Examples
+    --------
+    >>> report_failures({"index.html": ["no title", "2 broken links"]}, " fails")
+    <BLANKLINE>
+    index.html fails:
+      - no title
+      - 2 broken links
+    1
+    >>> report_failures({})
+    0
+    """
+    for page, problems in failures.items():
+        print(f"\n{page}{why}:")
+        for problem in problems:
+            print(f"  - {problem}")
+    return 1 if failures else 0
 
 
 def chromium_flags(*extra: str) -> list[str]:

@@ -52,7 +52,7 @@ import sys
 import time
 from pathlib import Path
 
-from chromium import CHROMIUM, chromium_flags, serve
+from chromium import CHROMIUM, chromium_flags, report_failures, serve
 
 #: Category scores that are facts: audits of markup, headers and links, the same on any host.
 THRESHOLDS = {"accessibility": 1.0, "best-practices": 1.0, "seo": 1.0}
@@ -310,11 +310,9 @@ def main() -> int:
                 f"  {verdict}: {page} ({shown}; TBT {row['tbt_ms']:.0f} ms, "
                 f"LCP {row['lcp_s']:.1f} s, host index {row['benchmark']:.0f})"
             )
-    for page, lines in failures.items():
-        print(f"\n{page} fails the facts (scores {THRESHOLDS}, budgets {list(BUDGETS)}):")
-        for line in lines:
-            print(f"  - {line}")
-    return 1 if failures else 0
+    return report_failures(
+        failures, f" fails the facts (scores {THRESHOLDS}, budgets {list(BUDGETS)})"
+    )
 
 
 if __name__ == "__main__":

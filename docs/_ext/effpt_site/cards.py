@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx import addnodes
 from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.machine import Machine
@@ -112,7 +112,7 @@ def build_stamp(machine: Machine, day: datetime, language: str = "en") -> str:
     return sentence + f", with {torch_part}."
 
 
-class BuildStampDirective(Directive):
+class BuildStampDirective(SphinxDirective):
     """The landing page's line saying when and on what this copy was built.
 
     Made here, in the build's language, and never offered to translators: it changes
@@ -124,29 +124,28 @@ class BuildStampDirective(Directive):
     def run(self):
         from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
 
-        language = language_of(self.state.document.settings.env.app)
+        language = language_of(self.env)
         text = build_stamp(this_machine(), datetime.now(timezone.utc), language)
         paragraph = nodes.paragraph(classes=["effpt-build-stamp"])
         paragraph += nodes.emphasis(text=text)
         return [freeze(paragraph)]
 
 
-class FamiliesDirective(Directive):
+class FamiliesDirective(SphinxDirective):
     """Cards for the lesson families, each with its picture and the titles of its pages."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        app = env.app
-        gallery = app.config.sphinx_gallery_conf["gallery_dirs"]
+        env = self.env
+        gallery = env.config.sphinx_gallery_conf["gallery_dirs"]
         cards = nodes.container(classes=["effpt-cards"])
-        for number, folder in enumerate(family_dirs(app), start=1):
+        for number, folder in enumerate(family_dirs(env), start=1):
             _title, intro = header_title_and_intro(folder)
             order = reading_order(folder)
             family_doc = f"{gallery}/{folder.name}/index"
             card = nodes.container(classes=["effpt-card"])
-            picture = family_picture(generated_dir(app) / folder.name / "images", order)
+            picture = family_picture(generated_dir(env) / folder.name / "images", order)
             if picture is not None:
                 env.note_dependency(str(picture))
                 card += card_picture(
@@ -162,7 +161,7 @@ class FamiliesDirective(Directive):
             card += heading
             # The intro is the family page's first paragraph: in a translated edition it
             # comes from that page's catalogue, so it is not a message of this page.
-            intro = lookup(app, family_doc, intro) or intro
+            intro = lookup(env, family_doc, intro) or intro
             parsed = nodes.container()
             nested_parse_with_titles(
                 self.state, StringList([intro], source=str(folder / "GALLERY_HEADER.rst")), parsed

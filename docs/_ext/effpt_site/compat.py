@@ -17,9 +17,9 @@ import re
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx.addnodes import pending_xref
+from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.machine import Machine
@@ -177,25 +177,21 @@ def _diff(old: dict, new: dict, stem: str) -> str:
     return "\n".join(lines)
 
 
-class CompatibilityDirective(Directive):
+class CompatibilityDirective(SphinxDirective):
     """The matrix: per version a summary, then per page its outcome, warnings and diffs."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        language = language_of(env.app)
-
-        t = translator(language)
-
-        runs = load_matrix(env.srcdir)
-        for path in (Path(env.srcdir) / "compat").glob("torch-*.json"):
-            env.note_dependency(str(path))
+        t = translator(language_of(self.env))
+        runs = load_matrix(self.env.srcdir)
+        for path in (Path(self.env.srcdir) / "compat").glob("torch-*.json"):
+            self.env.note_dependency(str(path))
         if not runs:
             return [
                 freeze(nodes.paragraph(text=t("The torch matrix has not been run for this copy.")))
             ]
-        pages = example_pages(env.app)
+        pages = example_pages(self.env)
         versions = [run["torch"] for run in runs]
         lines = [
             f".. list-table:: {t('The matrix runs')}",

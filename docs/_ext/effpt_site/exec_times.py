@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt_site.i18n import freeze, language_of, translator
@@ -17,30 +17,25 @@ from effpt_site.layout import example_pages, generated_dir
 from effpt_site.outputs import conf_of, read_cost, read_stamp, stamp_file
 
 
-class ExecutionTimesDirective(Directive):
+class ExecutionTimesDirective(SphinxDirective):
     """Seconds of every example, slowest first, with per-family totals."""
 
     has_content = False
 
     def run(self):
-        app = self.state.document.settings.env.app
-        language = language_of(app)
-
-        t = translator(language)
-
-        generated = generated_dir(app)
-        memory = bool(app.config.effpt_memory_measured)
+        t = translator(language_of(self.env))
+        generated = generated_dir(self.env)
+        memory = bool(self.config.effpt_memory_measured)
         rows, totals = [], {}
-        env = self.state.document.settings.env
-        for stem, docname in example_pages(app).items():
-            cost = read_cost(app.srcdir, docname)
+        for stem, docname in example_pages(self.env).items():
+            cost = read_cost(self.env.srcdir, docname)
             if cost is None:
                 continue
-            env.note_dependency(str(cost.path))
-            env.note_dependency(str(stamp_file(conf_of(app), stem)))
+            self.env.note_dependency(str(cost.path))
+            self.env.note_dependency(str(stamp_file(conf_of(self.env), stem)))
             # The peak GPU memory the site's hook measured (effpt_site.hooks), on CUDA only;
             # none for a page that allocated no CUDA memory (it ran on the CPU).
-            mib = (read_stamp(conf_of(app), stem) or {}).get("gpu_peak_mib")
+            mib = (read_stamp(conf_of(self.env), stem) or {}).get("gpu_peak_mib")
             family = Path(docname).parent.name
             rows.append((cost.seconds, mib, family, stem, docname))
             totals[family] = totals.get(family, 0.0) + cost.seconds
@@ -77,7 +72,7 @@ class ExecutionTimesDirective(Directive):
             f"     - {t('Pages')}",
             f"     - {t('Total')}",
         ]
-        for family in app.config.effpt_families:
+        for family in self.config.effpt_families:
             if family in totals:
                 count = sum(1 for r in rows if r[2] == family)
                 lines += [

@@ -130,7 +130,10 @@ def memo(app, name: str, key: object, compute):
 
     A build asks for the same per-build values (every page, every column of evidence) on
     each of its pages; the key (inputs' :func:`signature`, the configuration used) keeps
-    a value from outliving what it was computed from.
+    a value from outliving what it was computed from. ``app`` is the application or, in
+    a directive, the build environment (Sphinx 9 deprecates ``env.app``): this module's
+    readers use only their ``config`` and ``srcdir``. The environment is pickled with
+    what it keeps here; on the next build the key still decides.
     """
     store = app.__dict__.setdefault("_effpt_memo", {})
     found = store.get(name)

@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 from sphinx.errors import ExtensionError
+from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.claims import CLAIMS, Outcome, claim, read_outcomes
@@ -152,32 +152,32 @@ def _machines_line(rows: list[_Row], t) -> str:
     return t("All timings below were taken on {machines}.", machines="; ".join(named))
 
 
-class ClaimsDirective(Directive):
+class ClaimsDirective(SphinxDirective):
     """The sources' claims, each with the outcome its page recorded in this build."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        for path in claim_files(env.app).values():
+        env = self.env
+        for path in claim_files(env).values():
             env.note_dependency(str(path))
-        lines = claim_lines(env.app, language_of(env.app))
+        lines = claim_lines(env, language_of(env))
         container = nodes.container()
         nested_parse_with_titles(self.state, StringList(lines, source="claims"), container)
         return freeze(container).children
 
 
-class MeasurementsDirective(Directive):
+class MeasurementsDirective(SphinxDirective):
     """One table of every record of the build."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        t = translator(language_of(env.app))
-        rows = load_records(env.app)
+        env = self.env
+        t = translator(language_of(env))
+        rows = load_records(env)
         for row in rows:
-            env.note_dependency(str(records_file(conf_of(env.app), row.page)))
+            env.note_dependency(str(records_file(conf_of(env), row.page)))
         lines = [
             f".. list-table:: {t('Every timing in the gallery')}",
             "   :header-rows: 1",

@@ -22,8 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
 from sphinx import addnodes
+from sphinx.util.docutils import SphinxDirective
 
 from effpt_site.i18n import freeze, language_of, translate
 from effpt_site.layout import example_pages, examples_dir
@@ -121,20 +121,19 @@ def torch_uses(backrefs: dict[str, list[list[str]]], srcdir: str | Path) -> dict
     return {name: sorted(docs) for name, docs in sorted(uses.items())}
 
 
-class TorchIndex(Directive):
+class TorchIndex(SphinxDirective):
     """``.. effpt-torch-index::``: a titled section listing torch names and their pages."""
 
     has_content = False
 
     def run(self):
-        env = self.state.document.settings.env
-        app = env.app
-        language = language_of(app)
-        conf = app.config.sphinx_gallery_conf
-        path = Path(app.srcdir, conf["backreferences_dir"], "backreferences_all.json")
+        env = self.env
+        language = language_of(env)
+        conf = env.config.sphinx_gallery_conf
+        path = Path(env.srcdir, conf["backreferences_dir"], "backreferences_all.json")
         env.note_dependency(str(path))
         backrefs = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-        uses = torch_uses(backrefs, app.srcdir)
+        uses = torch_uses(backrefs, env.srcdir)
         title = translate(language, "PyTorch functions and the pages that use them")
         section = nodes.section(ids=["torch-index"], names=["torch-index"])
         section += nodes.title(text=title)
