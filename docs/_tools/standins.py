@@ -82,6 +82,30 @@ class StandIn:
 
 
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _kernels(name: str, machine: str, caps: tuple[str, str, str, str], start: str) -> StandIn:
+    """A kernel stand-in: torch's and oneDNN's kernels capped, at one thread.
+
+    ``caps`` is (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, the ISA oneDNN must then report,
+    the vector ISA Inductor must then pick); the probe checks the last three and torch's
+    capability, so a cap that did not take effect fails the stand-in.
+    """
+    aten, onednn, onednn_reports, inductor_picks = caps
+    return StandIn(
+        name,
+        machine,
+        {"ATEN_CPU_CAPABILITY": aten, "ONEDNN_MAX_CPU_ISA": onednn, **ONE_THREAD},
+        start,
+        checks={
+            "capability": aten.upper(),
+            "onednn_isa": onednn_reports,
+            "inductor_isa": inductor_picks,
+            "threads": 1,
+        },
+    )
+
+
 #: The kernel stand-ins run at one thread too: a flip between them and ``one-thread``
 #: is then the kernels' doing alone (one between ``one-thread`` and this machine's own
 #: run, the threads'), and all three run two pages at a time on a two-core machine.
@@ -93,29 +117,17 @@ STANDINS = (
         "spawn",
         checks={"threads": 1},
     ),
-    StandIn(
+    _kernels(
         "default-kernels",
         "torch's portable kernels, no AVX (an old or small CPU)",
-        {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41", **ONE_THREAD},
+        ("default", "SSE41", "Intel SSE4.1", "None"),
         "forkserver",
-        checks={
-            "capability": "DEFAULT",
-            "onednn_isa": "Intel SSE4.1",
-            "inductor_isa": "None",
-            "threads": 1,
-        },
     ),
-    StandIn(
+    _kernels(
         "avx2",
         "AVX2 kernels, no AVX-512 or AMX (a desktop CPU)",
-        {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", **ONE_THREAD},
+        ("avx2", "AVX2", "Intel AVX2", "avx2"),
         "fork",
-        checks={
-            "capability": "AVX2",
-            "onednn_isa": "Intel AVX2",
-            "inductor_isa": "avx2",
-            "threads": 1,
-        },
     ),
     StandIn(
         "busy",
