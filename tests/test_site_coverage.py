@@ -126,7 +126,7 @@ def test_the_extensions_catalogue_is_counted_from_the_passed_check_when_unchange
 
     po = tmp_path / "effpt_site.po"
     shutil.copy(catalogue_of("zh_CN"), po)
-    monkeypatch.setattr(coverage, "catalogue_of", lambda language: po)
+    monkeypatch.setattr(coverage, "catalogue_of", lambda _language: po)
     app = _app(threshold="0", per_doc={"index": Coverage(4, 0, 4)})
     app.srcdir = str(tmp_path)
     app.config.effpt_catalogue_record_dir = "records"

@@ -174,9 +174,7 @@ def test_the_packages_are_built_again_only_when_their_sources_change(tmp_path, m
     folder, record = tmp_path / "site" / packages.FOLDER, tmp_path / "doctrees" / "p.json"
     builds = []
     build = packages.build_distributions
-    monkeypatch.setattr(
-        packages, "build_distributions", lambda *a: builds.append(1) or build(*a)
-    )
+    monkeypatch.setattr(packages, "build_distributions", lambda *a: builds.append(1) or build(*a))
     first = packages.write_packages(root, folder, record)
     wheel = (folder / first[0].name).read_bytes()
     assert packages.write_packages(root, folder, record) == first

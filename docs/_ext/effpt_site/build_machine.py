@@ -34,8 +34,22 @@ RECORD = "effpt-machine.json"
 CPUINFO = Path("/proc/cpuinfo")
 CPU_QUOTA = Path("/sys/fs/cgroup/cpu.max")
 #: Environment variables that may change the answer (by name or by prefix).
-PREFIXES = ("EFFPT_", "OMP_", "MKL_", "KMP_", "GOMP_", "ATEN_", "ONEDNN_", "DNNL_", "CUDA_",
-            "PYTORCH_", "TORCH_", "HIP_", "ROCR_", "LD_")
+PREFIXES = (
+    "EFFPT_",
+    "OMP_",
+    "MKL_",
+    "KMP_",
+    "GOMP_",
+    "ATEN_",
+    "ONEDNN_",
+    "DNNL_",
+    "CUDA_",
+    "PYTORCH_",
+    "TORCH_",
+    "HIP_",
+    "ROCR_",
+    "LD_",
+)
 
 
 def _ask_torch() -> tuple[Machine, str]:

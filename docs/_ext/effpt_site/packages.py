@@ -136,7 +136,8 @@ def distribution_inputs(root: Path) -> str:
     digest.update(version("hatchling").encode())
     files = [root / name for name in ("pyproject.toml", "README.md", "LICENSE", ".gitignore")]
     files += sorted(
-        p for p in (root / "src" / "effpt").rglob("*")
+        p
+        for p in (root / "src" / "effpt").rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
     )
     for path in files:
