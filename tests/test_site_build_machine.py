@@ -66,6 +66,17 @@ def test_a_changed_input_asks_torch_again(counted, tmp_path, monkeypatch, change
     assert len(counted) == 2
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="the fingerprint is trusted on Linux only")
+def test_a_cpu_clock_that_moves_is_no_change(counted, tmp_path):
+    """A laptop's /proc/cpuinfo gives another ``cpu MHz`` at every read."""
+    info = tmp_path / "cpuinfo"
+    info.write_text("model name\t: Test\ncpu MHz\t\t: 2596.150\n", encoding="utf-8")
+    build_machine.machine(_app(tmp_path))
+    info.write_text("model name\t: Test\ncpu MHz\t\t: 3791.002\n", encoding="utf-8")
+    build_machine.machine(_app(tmp_path))
+    assert len(counted) == 1
+
+
 def test_a_gpu_driver_means_torch_is_always_asked(counted, tmp_path):
     (tmp_path / "nvidiactl").touch()
     build_machine.machine(_app(tmp_path))

@@ -9,7 +9,7 @@ torch, which was a third of a build in which nothing changed.
 So the answer is kept in the build's doctree folder (``effpt-machine.json``) with a
 fingerprint of everything it is computed from on a Linux machine without a GPU driver:
 torch's installed version and place, the code of :mod:`effpt.device`,
-:mod:`effpt.machine` and this module, the CPU (``/proc/cpuinfo``, the CPUs this
+:mod:`effpt.machine` and this module, the CPU (``/proc/cpuinfo`` but its clock, the CPUs this
 process may use, the cgroup's CPU quota), the architecture, and the environment
 variables that choose the device or change threads and kernels. A build whose
 fingerprint differs asks torch again. Where a GPU could answer (a driver's device file
@@ -94,6 +94,12 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _cpu_description() -> str:
+    """``/proc/cpuinfo`` without its clock lines (``cpu MHz`` moves between two reads)."""
+    lines = _read(CPUINFO).splitlines()
+    return "\n".join(line for line in lines if not line.startswith("cpu MHz"))
+
+
 def fingerprint() -> str | None:
     """A digest of what :func:`_ask_torch` answers from; ``None`` where it cannot be trusted."""
     if sys.platform != "linux" or any(Path(p).exists() for p in GPU_DEVICE_FILES):
@@ -106,7 +112,7 @@ def fingerprint() -> str | None:
         _torch_installed(),
         platform.machine(),
         sys.executable,
-        _read(CPUINFO),
+        _cpu_description(),
         repr(sorted(os.sched_getaffinity(0))),
         _read(CPU_QUOTA),
         repr(environment),
