@@ -3,6 +3,9 @@ function and class, and other projects' names as plain code when a build is offl
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -68,3 +71,48 @@ def test_offline_other_projects_names_become_plain_code(target):
 def test_everything_else_stays_a_missing_reference(links, target, domain):
     code = nodes.literal(text=target)
     assert api.offline_reference(_app(links), None, _reference(target, domain), code) is None
+
+
+EFFPT_MODULES = [
+    "effpt",
+    "effpt.device",
+    "effpt.data",
+    "effpt.data.images",
+    "effpt.records",
+]
+
+
+@pytest.mark.parametrize("name", EFFPT_MODULES)
+def test_viewcode_finds_an_effpt_module_where_importing_it_would(name):
+    from sphinx.pycode import ModuleAnalyzer
+
+    imported, _ = ModuleAnalyzer.get_module_source(name)  # Sphinx's way: imports it
+    assert api.module_file(name) == Path(imported)
+
+
+def test_a_module_not_of_effpt_is_left_to_sphinx():
+    assert api.module_file("json") is None
+    assert api.module_file("effpt.no_such_module") is None
+
+
+def test_viewcode_asks_for_effpt_sources_without_importing_torch():
+    ext = Path(__file__).resolve().parents[1] / "docs" / "_ext"
+    code = (
+        "import sys, types\n"
+        "from sphinx.ext import viewcode\n"
+        "from effpt_site import api\n"
+        "events = types.SimpleNamespace(emit_firstresult=lambda *a: None)\n"
+        "app = types.SimpleNamespace(events=events)\n"
+        "api.setup(types.SimpleNamespace(add_config_value=lambda *a: None, connect=lambda *a: None))\n"
+        "for name in ('effpt.device', 'effpt.data.images', 'effpt.amp'):\n"
+        "    assert viewcode.get_module_filename(app, name).is_file()\n"
+        "print('torch' in sys.modules)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ext), "PATH": "/usr/bin:/bin"},
+    )
+    assert run.stdout.split()[-1] == "False"

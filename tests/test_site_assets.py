@@ -127,3 +127,27 @@ def test_pages_without_code_load_no_copy_button_and_search_keeps_its_scripts():
     search = _context("<p>results</p>")
     assets.page_assets(_app(), "search", "search.html", search, None)
     assert next(s.attributes for s in search["script_files"]) == {}
+
+
+def test_a_page_is_read_for_its_words_again_only_when_it_changed(tmp_path, monkeypatch):
+    from effpt_site import cssprune
+
+    out, cache = tmp_path / "site", tmp_path / "words.json"
+    (out / "_static").mkdir(parents=True)
+    (out / "a.html").write_text('<p class="one">x</p>', encoding="utf-8")
+    (out / "b.html").write_text('<p class="two">x</p>', encoding="utf-8")
+    (out / "_static" / "s.js").write_text("three()", encoding="utf-8")
+    first = assets.site_words(out, cache)
+    assert {"one", "two", "three"} <= first
+    read = []
+    words = cssprune.words
+    monkeypatch.setattr(cssprune, "words", lambda texts: read.append(1) or words(texts))
+    assert assets.site_words(out, cache) == first
+    assert read == []  # nothing changed: nothing read
+    (out / "b.html").write_text('<p class="four">x!</p>', encoding="utf-8")
+    (out / "a.html").unlink()
+    again = assets.site_words(out, cache)
+    assert read == [1]  # b.html alone
+    assert "four" in again
+    assert not {"one", "two"} & again
+    assert again == assets.site_words(out)  # the same as reading every file

@@ -178,3 +178,52 @@ def test_before_you_start_box_says_under_a_second_and_warns_when_the_page_compil
     assert "under 1 s on the machine that built this site. The build shares" in box
     assert " 0 s " not in box
     assert "also pays for compiling" in box
+
+
+def test_an_unchanged_page_is_not_made_into_a_notebook_again(tmp_path, monkeypatch):
+    """With a doctree folder, a notebook is remade only when its script or file changed."""
+    import copy
+    from types import SimpleNamespace
+
+    from sphinx_gallery.gen_gallery import DEFAULT_GALLERY_CONF
+    from sphinx_gallery.notebook import jupyter_notebook, save_notebook
+    from sphinx_gallery.py_source_parser import split_code_and_text_blocks
+
+    from effpt_site import before_you_start
+
+    family = tmp_path / "auto_examples" / "basics"
+    family.mkdir(parents=True)
+    script = family / "plot_line.py"
+    script.write_text(BOX_SCRIPT, encoding="utf-8")
+    conf = copy.deepcopy(DEFAULT_GALLERY_CONF)
+    conf |= {"gallery_dirs": "auto_examples", "remove_config_comments": True}
+
+    def sphinx_gallery_writes():
+        theirs = jupyter_notebook(split_code_and_text_blocks(script)[1], conf, family)
+        save_notebook(theirs, family / "plot_line.ipynb")
+
+    sphinx_gallery_writes()
+    app = SimpleNamespace(
+        srcdir=str(tmp_path),
+        doctreedir=str(tmp_path / "doctrees"),
+        config=SimpleNamespace(sphinx_gallery_conf=conf),
+    )
+    made = []
+    page_notebook = before_you_start.page_notebook
+    monkeypatch.setattr(
+        before_you_start, "page_notebook", lambda *a: made.append(1) or page_notebook(*a)
+    )
+    before_you_start.write_notebooks(app)
+    ours = (family / "plot_line.ipynb").read_bytes()
+    before_you_start.write_notebooks(app)
+    assert len(made) == 1  # the second build trusted the record
+    # sphinx-gallery ran the page again and wrote its own notebook: ours is made again
+    sphinx_gallery_writes()
+    before_you_start.write_notebooks(app)
+    assert len(made) == 2
+    assert (family / "plot_line.ipynb").read_bytes() == ours
+    # the script changed: made again, with the change
+    script.write_text(BOX_SCRIPT.replace("print(2)", "print(3)"), encoding="utf-8")
+    before_you_start.write_notebooks(app)
+    assert len(made) == 3
+    assert "print(3)" in (family / "plot_line.ipynb").read_text(encoding="utf-8")

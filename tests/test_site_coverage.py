@@ -113,3 +113,34 @@ def test_no_note_where_nothing_is_english_or_the_page_is_english(language, count
     per_doc = {} if counted is None else {"auto/fam/plot_a": counted}
     coverage._note_stale(_app(language=language, per_doc=per_doc), document, "auto/fam/plot_a")
     assert [type(child) for child in section] == [nodes.title, nodes.paragraph]
+
+
+def test_the_extensions_catalogue_is_counted_from_the_passed_check_when_unchanged(
+    tmp_path, monkeypatch
+):
+    """The catalogue check at the start of the build recorded its counts: not parsed again."""
+    import shutil
+
+    from effpt_site import catalogues
+    from effpt_site.i18n import catalogue_of
+
+    po = tmp_path / "effpt_site.po"
+    shutil.copy(catalogue_of("zh_CN"), po)
+    monkeypatch.setattr(coverage, "catalogue_of", lambda _language: po)
+    app = _app(threshold="0", per_doc={"index": Coverage(4, 0, 4)})
+    app.srcdir = str(tmp_path)
+    app.config.effpt_catalogue_record_dir = "records"
+    record = catalogues.record_file(app, "zh_CN")
+    passed = catalogues.CheckedCatalogues(record)
+    expected, _ = passed.check(po, "rst")  # what builder-inited's check did
+    passed.save()
+    checks = []
+    check = catalogues.check_catalogue
+    monkeypatch.setattr(catalogues, "check_catalogue", lambda *a: checks.append(1) or check(*a))
+    assert coverage.own_coverage(app, "zh_CN") == expected
+    assert checks == []
+    # A catalogue changed since it was recorded is counted (and checked) anew.
+    po.write_text(po.read_text(encoding="utf-8") + '\nmsgid "New"\nmsgstr ""\n', "utf-8")
+    counted = coverage.own_coverage(app, "zh_CN")
+    assert checks == [1]
+    assert counted.total == expected.total + 1

@@ -157,3 +157,58 @@ def test_no_prose_page_repeats_the_version():
         if f"effpt=={VERSION}" in path.read_text(encoding="utf-8"):
             stated.append(path.relative_to(ROOT).as_posix())
     assert not stated, f"these repeat effpt's version: {stated}"
+
+
+def _copy_of_effpt(root: Path) -> Path:
+    import shutil
+
+    root.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "src" / "effpt", root / "src" / "effpt")
+    return root
+
+
+def test_the_packages_are_built_again_only_when_their_sources_change(tmp_path, monkeypatch):
+    root = _copy_of_effpt(tmp_path / "checkout")
+    folder, record = tmp_path / "site" / packages.FOLDER, tmp_path / "doctrees" / "p.json"
+    builds = []
+    build = packages.build_distributions
+    monkeypatch.setattr(packages, "build_distributions", lambda *a: builds.append(1) or build(*a))
+    first = packages.write_packages(root, folder, record)
+    wheel = (folder / first[0].name).read_bytes()
+    assert packages.write_packages(root, folder, record) == first
+    assert len(builds) == 1  # the sources are as they were
+    assert (folder / first[0].name).read_bytes() == wheel
+    # A served file that was damaged or removed is built again.
+    (folder / first[1].name).unlink()
+    packages.write_packages(root, folder, record)
+    assert len(builds) == 2
+    # So is a changed source file, and the wheel holds the change.
+    ops = root / "src" / "effpt" / "ops.py"
+    ops.write_text(ops.read_text(encoding="utf-8") + "\nCHANGED = 1\n", encoding="utf-8")
+    built = packages.write_packages(root, folder, record)
+    assert len(builds) == 3
+    with zipfile.ZipFile(built[0]) as archive:
+        assert b"CHANGED = 1" in archive.read("effpt/ops.py")
+    assert packages.served_versions(folder) == {VERSION}
+
+
+def test_a_page_is_read_for_install_lines_again_only_when_it_changed(served, tmp_path, monkeypatch):
+    cache = tmp_path / "lines.json"
+    page = _built_page(served, packages.install_command())
+    count = packages.check_install_lines(served, cache=cache)
+    reads = []
+    stated = packages.stated_commands
+    monkeypatch.setattr(packages, "stated_commands", lambda *a: reads.append(1) or stated(*a))
+    assert packages.check_install_lines(served, cache=cache) == count
+    assert reads == []  # nothing changed: nothing read
+    # Every remembered line is still checked against what the site serves now.
+    with pytest.raises(ExtensionError, match=r"plot_a\.html.*effpt==.*serves 0\.0\.1"):
+        packages.check_install_lines(served, {"0.0.1"}, cache=cache)
+    # A page written anew is read anew.
+    _built_page(served, f"pip install effpt==0.0.2 --find-links {packages.SITE}packages/")
+    with pytest.raises(ExtensionError, match=r"plot_a\.html: effpt==0\.0\.2"):
+        packages.check_install_lines(served, cache=cache)
+    assert reads == [1]
+    page.unlink()

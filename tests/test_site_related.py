@@ -27,6 +27,32 @@ def test_related_pages_are_other_gallery_pages_of_this_site(site_app):
         assert set(others) <= set(paths)
 
 
+def test_related_pages_are_fitted_again_only_when_a_script_changed(tmp_path, monkeypatch):
+    import shutil
+
+    from sphinx_gallery import recommender
+
+    from effpt_site import related
+
+    examples = sorted((ROOT / "examples").glob("*/plot_*.py"))[:6]
+    paths = {}
+    for path in examples:
+        shutil.copy(path, tmp_path / path.name)
+        paths[f"auto/{path.stem}"] = tmp_path / path.name
+    cache = tmp_path / "related.json"
+    fits = []
+    model = recommender.ExampleRecommender
+    monkeypatch.setattr(recommender, "ExampleRecommender", lambda **k: fits.append(1) or model(**k))
+    first = related.recommend(paths, cache=cache)
+    assert related.recommend(paths, cache=cache) == first
+    assert len(fits) == 1  # the scripts are as they were
+    changed = paths["auto/" + examples[0].stem]
+    changed.write_text(examples[1].read_text(encoding="utf-8"), encoding="utf-8")
+    again = related.recommend(paths, cache=cache)
+    assert len(fits) == 2
+    assert again == related.recommend(paths)  # the same as fitting without a cache
+
+
 def test_torch_index_keeps_torch_names_and_maps_them_to_pages(tmp_path):
     from effpt_site import related
 

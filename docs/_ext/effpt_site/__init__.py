@@ -36,6 +36,10 @@
 * :mod:`effpt_site.plain_text`: a plain-text copy of every page, and ``llms.txt``.
 * :mod:`effpt_site.reader_links`: "Report a problem" on every page, "Run in Google
   Colab" on every gallery page.
+* :mod:`effpt_site.backrefs`: sphinx-gallery's backreference files, each example's
+  thumbnail block made once instead of once per name it uses.
+* :mod:`effpt_site.build_machine`: the machine that builds the site, for report links
+  and ``effpt-build.json``, asked of torch only when something it depends on changed.
 * :mod:`effpt_site.related`: related pages under each gallery page; torch names to pages.
 * :mod:`effpt_site.seo`: each page's description, and the sitemap.
 
@@ -52,6 +56,7 @@ MODULES = (
     "across_machines",
     "api",
     "assets",
+    "backrefs",
     "before_you_start",
     "cards",
     "catalogues",

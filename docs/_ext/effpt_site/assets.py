@@ -121,14 +121,32 @@ def _rebase(css: str, source: Path, target_dir: Path, outdir: Path) -> str:
     return _URL.sub(fix, css)
 
 
-def site_words(outdir: Path) -> set[str]:
-    """Every word of every page and script of the built site (what CSS rules may match)."""
-    texts = (
-        path.read_text(encoding="utf-8", errors="replace")
-        for pattern in ("**/*.html", "_static/**/*.js")
-        for path in outdir.glob(pattern)
-    )
-    return cssprune.words(texts)
+def site_words(outdir: Path, cache: Path | None = None) -> set[str]:
+    """Every word of every page and script of the built site (what CSS rules may match).
+
+    With a ``cache`` file, a file whose size and modification time are those recorded
+    there is not read again: its recorded words stand for it.
+    """
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8")) if cache else {}
+    except (OSError, ValueError):
+        known = {}
+    known = known if isinstance(known, dict) else {}
+    files: dict[str, list] = {}
+    for pattern in ("**/*.html", "_static/**/*.js"):
+        for path in outdir.glob(pattern):
+            stat = path.stat()
+            where = path.relative_to(outdir).as_posix()
+            entry = known.get(where)
+            if isinstance(entry, list) and entry[:2] == [stat.st_mtime_ns, stat.st_size]:
+                files[where] = entry
+            else:
+                text = path.read_text(encoding="utf-8", errors="replace")
+                files[where] = [stat.st_mtime_ns, stat.st_size, sorted(cssprune.words([text]))]
+    if cache is not None and files != known:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(files), encoding="utf-8")
+    return {word for entry in files.values() for word in entry[2]}
 
 
 def build_stylesheet(sources: list[Path], outdir: Path, present: set[str]) -> str:
@@ -189,7 +207,7 @@ def write_stylesheet(app, exception) -> None:
     if missing:
         logger.warning("effpt: stylesheets to bundle are missing from the build: %s", missing)
         sources = [p for p in sources if p.is_file()]
-    present = site_words(outdir)
+    present = site_words(outdir, Path(app.doctreedir) / "effpt-site-words.json")
     key = stylesheet_inputs(sources, outdir, present)
     record = Path(app.doctreedir) / "effpt-stylesheet.json"
     if _unchanged(record, key, outdir):

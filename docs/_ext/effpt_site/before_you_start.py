@@ -25,6 +25,7 @@ docstring as its own quoted Markdown cell (:func:`box_markdown`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import textwrap
@@ -228,6 +229,17 @@ def page_notebook(script: Path, gallery_conf: dict) -> dict | None:
     return notebook
 
 
+def _notebook_code(gallery_conf: dict) -> str:
+    """What a notebook is made with besides its script: this code, sphinx-gallery, its settings."""
+    import sphinx_gallery  # noqa: PLC0415  (docs-only)
+
+    simple = (str, int, float, bool, type(None))
+    settings = sorted((k, v) for k, v in gallery_conf.items() if isinstance(v, simple))
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(f"{sphinx_gallery.__version__}\0{settings!r}".encode())
+    return digest.hexdigest()
+
+
 def write_notebooks(app) -> None:
     """Make the notebook of every gallery page that states a box, and the zips that hold it.
 
@@ -235,6 +247,12 @@ def write_notebooks(app) -> None:
     script and notebook per page, and one of all notebooks when
     ``download_all_examples`` is set). A notebook is written only when it differs
     from the one on disk, so an unchanged page keeps its files as they were.
+
+    With a doctree folder, ``effpt-notebooks.json`` there records each page's script
+    and notebook (their digests) as the last build left them, with the code they were
+    made with (:func:`_notebook_code`): a page whose two files are as recorded is not
+    made again. sphinx-gallery writing its own notebook (the page ran again) or a
+    changed script changes a digest.
     """
     from sphinx_gallery.downloads import generate_zipfiles  # noqa: PLC0415  (docs-only)
     from sphinx_gallery.notebook import save_notebook  # noqa: PLC0415
@@ -243,21 +261,50 @@ def write_notebooks(app) -> None:
     gallery_conf = getattr(app.config, "sphinx_gallery_conf", None)
     if not gallery_conf:  # a build without the gallery
         return
+    doctrees = getattr(app, "doctreedir", None)
+    record = Path(doctrees) / "effpt-notebooks.json" if doctrees else None
+    code = _notebook_code(gallery_conf)
+    known = _recorded(record, code)
+    seen: dict[str, list[str]] = {}
     changed = False
     for path in sorted(generated_dir(app).glob("**/*.ipynb")):
         script = path.with_suffix(".py")
         if not script.is_file():
             continue
-        notebook = page_notebook(script, gallery_conf)
-        if notebook is None or json.loads(path.read_text(encoding="utf-8")) == notebook:
+        key = path.as_posix()
+        state = [_digest(script), _digest(path)]
+        if known.get(key) == state:
+            seen[key] = state
             continue
-        changed = True
-        save_notebook(notebook, path)
-        archive = path.with_suffix(".zip")
-        if archive.is_file():
-            zip_files([script, path], archive, path.parent)
+        notebook = page_notebook(script, gallery_conf)
+        if notebook is not None and json.loads(path.read_text(encoding="utf-8")) != notebook:
+            changed = True
+            save_notebook(notebook, path)
+            archive = path.with_suffix(".zip")
+            if archive.is_file():
+                zip_files([script, path], archive, path.parent)
+        seen[key] = [state[0], _digest(path)]
     if changed and gallery_conf.get("download_all_examples"):
         generate_zipfiles(generated_dir(app), app.srcdir, gallery_conf)
+    if record is not None and seen != known:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"code": code, "pages": seen}, indent=1), encoding="utf-8")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _recorded(record: Path | None, code: str) -> dict[str, list[str]]:
+    """The pages ``record`` lists, if it was written by the same ``code``."""
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (AttributeError, OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("code") != code:
+        return {}
+    pages = data.get("pages")
+    return pages if isinstance(pages, dict) else {}
 
 
 def setup(app) -> None:

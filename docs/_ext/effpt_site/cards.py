@@ -20,6 +20,7 @@ from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
 
 from effpt.machine import Machine
+from effpt_site import build_machine
 from effpt_site.i18n import freeze, language_of, lookup, translate
 from effpt_site.images import card_picture
 from effpt_site.layout import family_dirs, generated_dir, header_title_and_intro, reading_order
@@ -193,9 +194,7 @@ def write_build_info(app, exception) -> None:
     """
     if exception is not None or app.builder.format != "html" or language_of(app) != "en":
         return
-    from effpt.device import this_machine  # noqa: PLC0415  (imports torch)
-
-    machine = this_machine()
+    machine = build_machine.machine(app)[0]
     info = {
         "built": build_stamp(machine, datetime.now(timezone.utc)),
         "date": f"{datetime.now(timezone.utc):%Y-%m-%d}",

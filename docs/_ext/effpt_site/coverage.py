@@ -13,7 +13,7 @@ from docutils import nodes
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
-from effpt_site.catalogues import Coverage
+from effpt_site.catalogues import CheckedCatalogues, Coverage, record_file
 from effpt_site.i18n import catalogue_coverage, catalogue_of, language_of, translate
 
 logger = logging.getLogger(__name__)
@@ -47,13 +47,28 @@ def _forget_page(app, env, docname: str) -> None:  # noqa: ARG001  (Sphinx's sig
     getattr(env, "effpt_coverage", {}).pop(docname, None)
 
 
+def own_coverage(app, language: str) -> Coverage | None:
+    """The counts of the extension's own catalogue (``None`` when there is none).
+
+    Taken from the record of catalogues that passed the check at the start of this build
+    (:class:`effpt_site.catalogues.CheckedCatalogues`) when the catalogue's bytes are
+    those it passed with; counted (and checked) anew otherwise.
+    """
+    path = catalogue_of(language)
+    if not path.is_file():
+        return None
+    if getattr(app, "srcdir", None) is None:
+        return catalogue_coverage(language)
+    return CheckedCatalogues(record_file(app, language)).check(path, "rst")[0]
+
+
 def _report_coverage(app, exception) -> None:
     """build-finished: print the share translated; fail below the threshold."""
     language = language_of(app)
     if exception is not None or language == "en" or app.builder.name == "gettext":
         return
     per_doc = getattr(app.env, "effpt_coverage", {})
-    own = catalogue_coverage(language) or Coverage(0, 0, 0)  # the extension's strings
+    own = own_coverage(app, language) or Coverage(0, 0, 0)  # the extension's strings
     whole = Coverage(
         sum(c.translated for c in per_doc.values()) + own.translated,
         0,

@@ -7,11 +7,18 @@ the script alone still needs the line, so once the site is written this module a
 to the end of the docstring of every script in ``_downloads`` (each page's ``.py`` and
 the ``.py`` files inside the zips), in the words the pages once stated by hand.
 :func:`effpt_site.packages.check_install_lines` then checks those lines like every other.
+
+Sphinx copies every download afresh at every build, unstamped. Stamping (parsing each
+script, rewriting each zip) is done once per content: the stamped file is kept in the
+doctree folder (``effpt-stamped/``) under a digest of the file as copied, its name, the
+install line and this module's code, and a later build with the same inputs writes it
+back without stamping again.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import zipfile
 from pathlib import Path
@@ -81,42 +88,86 @@ def stamp_script(text: str, name: str) -> str:
     return f"{body.rstrip()}\n\n{line}\n{tail}"
 
 
-def _stamp_zip(path: Path) -> bool:
-    """Rewrite the gallery scripts in the zip at ``path``; whether anything changed."""
-    with zipfile.ZipFile(path) as archive:
-        members = [(info, archive.read(info)) for info in archive.infolist()]
-    changed = False
-    rewritten = []
-    for info, data in members:
-        name = Path(info.filename).name
-        new = data
-        if name.startswith("plot_") and name.endswith(".py"):
-            new = stamp_script(data.decode("utf-8"), name).encode("utf-8")
-            changed = changed or new != data
-        rewritten.append((info, new))
-    if changed:
+def _stamped(path: Path, data: bytes) -> bytes:
+    """``data``, the file at ``path``, with the run-alone line in each of its scripts."""
+    if path.suffix == ".zip":
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = [(info, archive.read(info)) for info in archive.infolist()]
+        changed = False
+        rewritten = []
+        for info, member in members:
+            name = Path(info.filename).name
+            new = member
+            if name.startswith("plot_") and name.endswith(".py"):
+                new = stamp_script(member.decode("utf-8"), name).encode("utf-8")
+                changed = changed or new != member
+            rewritten.append((info, new))
+        if not changed:
+            return data
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for info, data in rewritten:
-                archive.writestr(info, data)
-        path.write_bytes(buffer.getvalue())
-    return changed
+            for info, member in rewritten:
+                archive.writestr(info, member)
+        return buffer.getvalue()
+    text = data.decode("utf-8")
+    stamped = stamp_script(text, path.name)
+    return data if stamped == text else stamped.encode("utf-8")
 
 
-def stamp_downloads(site: Path) -> int:
+def _cache_key(path: Path, data: bytes) -> str:
+    """What a stamped file is made of: its content, name, the install line and this code."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for part in (install_command().encode(), path.name.encode(), data):
+        digest.update(len(part).to_bytes(8, "little") + part)
+    return digest.hexdigest()
+
+
+def stamp_downloads(site: Path, cache: Path | None = None) -> int:
     """Add the run-alone line to every downloadable gallery script under ``site``.
 
-    Returns how many files changed (a rebuild that copied nothing new changes none).
+    With a ``cache`` folder, a file whose inputs (:func:`_cache_key`) were stamped before
+    is written back from it; entries no file used are removed. Returns how many files
+    changed (a rebuild that copied nothing new changes none).
     """
-    changed = 0
-    for path in sorted((site / DOWNLOADS).glob("*/plot_*.py")):
-        text = path.read_text(encoding="utf-8")
-        stamped = stamp_script(text, path.name)
-        if stamped != text:
-            path.write_text(stamped, encoding="utf-8")
+    changed, used = 0, set()
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+    paths = [
+        *sorted((site / DOWNLOADS).glob("*/plot_*.py")),
+        *sorted((site / DOWNLOADS).glob("*/*.zip")),
+    ]
+    for path in paths:
+        data = path.read_bytes()
+        kept = None
+        if cache is not None:
+            # KEY holds the stamped file; KEY.same says the file needs no change.
+            key = _cache_key(path, data)
+            used |= {key, f"{key}.same"}
+            if (cache / f"{key}.same").is_file():
+                kept = data
+            else:
+                try:
+                    kept = (cache / key).read_bytes()
+                except OSError:
+                    kept = None
+        new = _stamped(path, data) if kept is None else kept
+        if cache is not None and kept is None:
+            if new == data:
+                (cache / f"{key}.same").touch()
+            else:
+                (cache / key).write_bytes(new)
+                done = _cache_key(path, new)
+                (cache / f"{done}.same").touch()
+                used.add(f"{done}.same")
+        elif cache is not None and new != data:
+            used.add(f"{_cache_key(path, new)}.same")
+        if new != data:
+            path.write_bytes(new)
             changed += 1
-    for path in sorted((site / DOWNLOADS).glob("*/*.zip")):
-        changed += _stamp_zip(path)
+    if cache is not None:
+        for entry in cache.iterdir():
+            if entry.name not in used:
+                entry.unlink()
     return changed
 
 
@@ -124,7 +175,7 @@ def on_build_finished(app, exception) -> None:
     """build-finished, before the install lines are checked (packages.publish)."""
     if exception is not None or app.builder.format != "html":
         return
-    stamp_downloads(Path(app.outdir))
+    stamp_downloads(Path(app.outdir), Path(app.doctreedir) / "effpt-stamped")
 
 
 def setup(app) -> None:

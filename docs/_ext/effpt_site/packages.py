@@ -13,6 +13,11 @@ the offline archive carries the folder (``pip install --find-links site/packages
 After writing the English site the build reads every page, notebook and script it
 wrote and fails, naming the file, when an install line names a version the folder does
 not serve or does not point at the folder (:func:`check_install_lines`).
+
+Neither is redone for inputs that did not change: the wheel and sdist are built again
+only when a file they are made from changed (:func:`distribution_inputs`), and a file of
+the site is read for its install lines again only when its size or modification time
+changed; every line found, remembered or read anew, is checked at every build.
 """
 
 from __future__ import annotations
@@ -119,10 +124,58 @@ def write_index(folder: Path) -> Path:
     return index
 
 
-def write_packages(root: Path, folder: Path) -> list[Path]:
-    """The served folder: this checkout's wheel and sdist, and their index."""
+def distribution_inputs(root: Path) -> str:
+    """A digest of what effpt's wheel and sdist are built from in the checkout ``root``.
+
+    Every file of ``src/effpt`` (byte code aside), the files the sdist adds, the
+    version of hatchling and this module's code.
+    """
+    from importlib.metadata import version  # noqa: PLC0415
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(version("hatchling").encode())
+    files = [root / name for name in ("pyproject.toml", "README.md", "LICENSE", ".gitignore")]
+    files += sorted(
+        p
+        for p in (root / "src" / "effpt").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
+    )
+    for path in files:
+        data = path.read_bytes() if path.is_file() else b"(absent)"
+        name = path.relative_to(root).as_posix().encode()
+        digest.update(len(name).to_bytes(8, "little") + name)
+        digest.update(len(data).to_bytes(8, "little") + data)
+    return digest.hexdigest()
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def write_packages(root: Path, folder: Path, record: Path | None = None) -> list[Path]:
+    """The served folder: this checkout's wheel and sdist, and their index.
+
+    With a ``record`` file, nothing is built when the inputs
+    (:func:`distribution_inputs`) are those recorded and the folder still holds the
+    files as they were written.
+    """
+    key = distribution_inputs(root) if record is not None else None
+    if record is not None:
+        try:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            outputs = data["outputs"]
+            if data["inputs"] == key and all(
+                _sha(folder / name) == sha for name, sha in outputs.items()
+            ):
+                return sorted(folder / name for name in outputs if name != "index.html")
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
     built = build_distributions(root, folder)
-    write_index(folder)
+    index = write_index(folder)
+    if record is not None:
+        outputs = {p.name: _sha(p) for p in [*built, index]}
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"inputs": key, "outputs": outputs}, indent=1), "utf-8")
     return built
 
 
@@ -156,35 +209,64 @@ def stated_commands(text: str, suffix: str = ".html") -> list[str]:
     return commands
 
 
-def check_install_lines(site: Path, served: set[str] | None = None) -> int:
+def _remembered_lines(cache: Path | None) -> dict[str, list]:
+    """Each file's size, modification time and install lines, as the last check read them."""
+    try:
+        data = json.loads(cache.read_text(encoding="utf-8"))
+    except (AttributeError, OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("code") != _sha(Path(__file__)):
+        return {}
+    files = data.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def check_install_lines(
+    site: Path, served: set[str] | None = None, cache: Path | None = None
+) -> int:
     """Fail unless every install line in the built ``site`` uses a version it serves.
 
     Reads every ``.html``, ``.ipynb``, ``.py`` and ``.txt`` file under ``site`` (not
     in another language's build nested in it, which checks its own); each
     ``pip install effpt==V`` must name a version whose wheel and sdist lie in
     ``site/packages`` and go on with ``--find-links`` at that folder's address.
-    Returns how many lines it checked.
+    With a ``cache`` file, a file whose size and modification time are those recorded
+    there is not read again: its recorded lines are checked. Returns how many lines
+    it checked.
     """
     if served is None:
         served = served_versions(site / FOLDER)
     url = packages_url()
     problems, count = [], 0
     nested = [p.parent for p in site.glob("*/searchindex.js")]
+    known = _remembered_lines(cache)
+    lines: dict[str, list] = {}
     for path in sorted(site.rglob("*")):
         if path.suffix not in {".html", ".ipynb", ".py", ".txt"} or not path.is_file():
             continue
         if any(path.is_relative_to(other) for other in [site / FOLDER, *nested]):
             continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        for command in stated_commands(text, path.suffix):
+        where = path.relative_to(site).as_posix()
+        stat = path.stat()
+        entry = known.get(where)
+        if entry and entry[:2] == [stat.st_mtime_ns, stat.st_size]:
+            commands = entry[2]
+        else:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            commands = stated_commands(text, path.suffix)
+        lines[where] = [stat.st_mtime_ns, stat.st_size, commands]
+        for command in commands:
             count += 1
             version = command.split()[2].removeprefix("effpt==")
-            where = path.relative_to(site).as_posix()
             if version not in served:
                 have = ", ".join(sorted(served)) or "nothing"
                 problems.append(f"{where}: effpt=={version}, but the site serves {have}")
             elif command != install_command(version):
                 problems.append(f"{where}: {command!r} does not use --find-links {url}")
+    if cache is not None and lines != known:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        data = {"code": _sha(Path(__file__)), "files": lines}
+        cache.write_text(json.dumps(data), encoding="utf-8")
     if problems:
         from sphinx.errors import ExtensionError  # noqa: PLC0415  (see the imports above)
 
@@ -202,15 +284,17 @@ def publish(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     site = Path(app.outdir)
+    lines = Path(app.doctreedir) / "effpt-install-lines.json"
     if (app.config.language or "en") != "en":
         # One folder, at the English site's root, serves every language (nox -s docs
         # builds a translation into a folder of the English site).
         served = served_versions(site.parent / FOLDER)
-        count = check_install_lines(site, served)
+        count = check_install_lines(site, served, lines)
         logger.info("effpt: %d install lines use the served %s", count, ", ".join(served))
         return
-    built = write_packages(Path(app.srcdir).parent, site / FOLDER)
-    count = check_install_lines(site)
+    record = Path(app.doctreedir) / "effpt-packages.json"
+    built = write_packages(Path(app.srcdir).parent, site / FOLDER, record)
+    count = check_install_lines(site, cache=lines)
     logger.info(
         "effpt: the site serves %s; %d install lines use it",
         ", ".join(p.name for p in built),

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import html
 import re
-from functools import cache
 from urllib.parse import quote, urlencode
 
 import effpt
 from effpt.machine import Machine
+from effpt_site import build_machine
 from effpt_site.i18n import language_of, translate
 from effpt_site.layout import example_pages, page_stem
 from effpt_site.outputs import conf_of, read_stamp, stamp_file
@@ -128,14 +128,6 @@ def issue_url(
     return f"https://github.com/{repository_path(repository)}/issues/new?{query}"
 
 
-@cache
-def build_machine() -> str:
-    """The machine line of this build (the device the gallery would run on)."""
-    from effpt.device import describe  # noqa: PLC0415  (imports torch)
-
-    return describe()
-
-
 def page_machine(app, docname: str) -> str:
     """The machine a gallery page's output came from (its stamp), else the build's own."""
     stem = page_stem(app, docname)
@@ -144,7 +136,7 @@ def page_machine(app, docname: str) -> str:
         stamp = read_stamp(conf, stem)
         if stamp is not None:
             return str(Machine.in_file(stamp, stamp_file(conf, stem)))
-    return build_machine()
+    return str(build_machine.machine(app)[0])
 
 
 def add_links(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001
@@ -161,6 +153,7 @@ def add_links(app, pagename, templatename, context, doctree) -> None:  # noqa: A
         title=_plain(title),
         machine=page_machine(app, pagename),
         language=language,
+        torch_version=build_machine.machine(app)[1],
     )
     context["effpt_report_text"] = translate(language, "Report a problem with this page")
     gallery = app.config.sphinx_gallery_conf["gallery_dirs"]

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 from collections import defaultdict
@@ -43,21 +44,47 @@ def scripts(app) -> dict[str, Path]:
     }
 
 
-def recommend(paths: dict[str, Path], n: int = RELATED) -> dict[str, list[str]]:
-    """For each docname, the ``n`` docnames whose scripts read most alike (sphinx-gallery's recommender)."""
-    from sphinx_gallery.recommender import ExampleRecommender  # noqa: PLC0415  (docs only)
+def recommend(
+    paths: dict[str, Path], n: int = RELATED, cache: Path | None = None
+) -> dict[str, list[str]]:
+    """For each docname, the ``n`` docnames whose scripts read most alike (sphinx-gallery's recommender).
 
+    With a ``cache`` file, the recommender is fitted again only when a script, the
+    settings, sphinx-gallery's version or this module's code differ from those the
+    answer kept there was fitted with.
+    """
+    import sphinx_gallery  # noqa: PLC0415  (docs only)
+    from sphinx_gallery import recommender  # noqa: PLC0415
+
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(f"{sphinx_gallery.__version__} {n} {MIN_DF} {MAX_DF}".encode())
+    for doc, path in sorted(paths.items()):
+        digest.update(f"\0{doc}\0{path}\0".encode() + path.read_bytes())
+    key = digest.hexdigest()
+    try:
+        kept = json.loads(cache.read_text(encoding="utf-8")) if cache else None
+        if kept["inputs"] == key:
+            return kept["related"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
     if len(paths) <= 1:
-        return {doc: [] for doc in paths}
-    by_file = {str(path): doc for doc, path in paths.items()}
-    model = ExampleRecommender(n_examples=min(n, len(paths) - 1), min_df=MIN_DF, max_df=MAX_DF)
-    model.fit(list(by_file))
-    return {by_file[f]: [by_file[r] for r in model.predict(f)] for f in by_file}
+        found = {doc: [] for doc in paths}
+    else:
+        by_file = {str(path): doc for doc, path in paths.items()}
+        model = recommender.ExampleRecommender(
+            n_examples=min(n, len(paths) - 1), min_df=MIN_DF, max_df=MAX_DF
+        )
+        model.fit(list(by_file))
+        found = {by_file[f]: [by_file[r] for r in model.predict(f)] for f in by_file}
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps({"inputs": key, "related": found}), encoding="utf-8")
+    return found
 
 
 def _fit(app) -> None:
-    """builder-inited: fit the recommender once per build."""
-    app.effpt_related = recommend(scripts(app))
+    """builder-inited: fit the recommender once per build (or take its kept answer)."""
+    app.effpt_related = recommend(scripts(app), cache=Path(app.doctreedir) / "effpt-related.json")
 
 
 def add_related(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001
