@@ -395,7 +395,8 @@ if __name__ == "__main__":
 # can count the losses after the epoch (each worker also warns in its own output).
 if __name__ == "__main__":
     stream = ShardStream([cut, *shards[1:]], skip_bad=True)
-    n_items = sum(len(keys) for _, _, keys in make_loader(stream, workers, batch_size=32))
+    one_worker = make_loader(stream, 1, batch_size=32)  # one worker process shows it
+    n_items = sum(len(keys) for _, _, keys in one_worker)
     skipped = stream.skipped()
     print(f"{n_items} items delivered; skipped() lists {len(skipped)}:")
     for skip in skipped:
