@@ -158,7 +158,8 @@ if __name__ == "__main__":
     runs = {name: one_epoch(texts, workers) for name, texts in layouts.items()}
     for name, reports in runs.items():
         read = sum(r["read"] for r in reports)
-        print(f"{name}: {read:,} items read by {len({r['pid'] for r in reports})} workers")
+        n = len({r["pid"] for r in reports})
+        print(f"{name}: {read:,} items read by {n} worker{'s' if n > 1 else ''}")
 
 # sphinx_gallery_start_ignore
 if __name__ == "__main__":
