@@ -285,9 +285,9 @@ if LAUNCHER:
 # %%
 # The figure shows both halves of that: two loss curves, one for each rank's data, and
 # one loss scale, drawn for each rank (the second line lies on the first).
-import matplotlib.pyplot as plt
-
 if LAUNCHER:
+    import matplotlib.pyplot as plt  # under the guard: a spawned rank need not import it
+
     fig, (ax_loss, ax_scale) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
     for r, curve in enumerate(losses):
         ax_loss.semilogy(curve, linewidth=1, label=f"rank {r}")

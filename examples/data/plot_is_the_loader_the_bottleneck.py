@@ -173,6 +173,8 @@ if __name__ == "__main__":
 # %%
 # Predict first: on your machine, what share of an epoch read through the loader goes
 # into waiting for data?
+import time
+
 from effpt.bench import compare, speedup
 from effpt.expect import expect
 
@@ -220,6 +222,12 @@ if __name__ == "__main__":
     loaders["decode, num_workers=2, prefetch_factor=4"] = make_loader(
         heavy, 2, persistent_workers=True, prefetch_factor=4
     )
+    t0 = time.perf_counter()  # the first epoch of a two-worker loader starts its workers
+    first_epoch = iter(loaders["decode, num_workers=2"])
+    next(first_epoch)
+    start_s = time.perf_counter() - t0  # read in "What a fresh start costs", below
+    for _ in first_epoch:  # finish the epoch: the next one reuses the workers
+        pass
     records = compare(
         "one epoch through the loader",
         {name: (lambda ld=ld: epoch(ld, step)) for name, ld in loaders.items()}
@@ -303,17 +311,12 @@ if __name__ == "__main__":
 # Without ``persistent_workers=True`` a loader starts its workers at every epoch. Under
 # ``fork`` a worker is a copy of the main process; under ``spawn`` and ``forkserver`` it
 # starts a new interpreter that imports torch and unpickles the dataset, which takes
-# longer. The cell times the first batch of a fresh loader with two workers, start
-# included, once, under the start method this run uses.
-import time
-
+# longer. The sweep above timed the first batch of its loader with two workers, start
+# included, once, under the start method this run uses (a start costs the same whether
+# the workers then persist or not); the cell compares it with a batch read without
+# workers.
 if __name__ == "__main__":
     method = START or torch.multiprocessing.get_start_method()
-    t0 = time.perf_counter()
-    fresh = iter(make_loader(heavy, 2))
-    next(fresh)
-    start_s = time.perf_counter() - t0
-    del fresh  # shuts its workers down
     batch_s = by_name["decode, num_workers=0"].median_s / len(in_memory)
     print(f"start method {method}: first batch from two fresh workers after {start_s:.2f} s")
     print(f"one batch without workers takes {batch_s * 1e3:.0f} ms: the first batch from "

@@ -12,7 +12,8 @@ Keep workers' memory from growing
              ``/dev/shm`` and its size, and the ``file_system`` sharing strategy.
    :read-first: :doc:`plot_datasets_and_dataloader` for the DataLoader;
                 :doc:`/explanations/workers` for the start methods.
-   :needs: A CPU is enough. The page starts two worker processes at a time, three times, then one more,
+   :needs: A CPU is enough. The page starts two worker processes at a time, three times
+           (one at a time under ``spawn`` and ``forkserver``), then one more,
            and builds a list of 300,000 short strings (tens of MB). The memory is
            read from ``/proc``, which Linux has; on macOS and Windows the page says so
            and skips those measurements. The growth itself needs workers started with
@@ -126,7 +127,9 @@ if __name__ == "__main__":
 # %%
 # Two workers read one shuffled epoch in 16 batches, eight each. Each batch touches
 # items spread over the whole list, so after a few batches a worker has touched most of
-# its pages. The run is the same for the three layouts.
+# its pages. The run is the same for the three layouts. Under ``spawn`` and
+# ``forkserver`` one worker reads all 16: a worker started that way unpickles a private
+# copy of the data, so a second one would repeat what the first shows.
 
 
 def one_epoch(texts, workers: int = 2) -> list[dict]:
@@ -151,10 +154,12 @@ def growth(reports: list[dict], key: str) -> dict[int, list[float]]:
 
 if __name__ == "__main__":
     layouts = {"Python list": as_list, "NumPy array": as_array, "tensor": as_tensor}
-    runs = {name: one_epoch(texts) for name, texts in layouts.items()}
+    workers = 2 if method == "fork" else 1  # a second unpickled copy would show nothing new
+    runs = {name: one_epoch(texts, workers) for name, texts in layouts.items()}
     for name, reports in runs.items():
         read = sum(r["read"] for r in reports)
-        print(f"{name}: {read:,} items read by {len({r['pid'] for r in reports})} workers")
+        n = len({r["pid"] for r in reports})
+        print(f"{name}: {read:,} items read by {n} worker{'s' if n > 1 else ''}")
 
 # sphinx_gallery_start_ignore
 if __name__ == "__main__":
@@ -173,7 +178,7 @@ if __name__ == "__main__":
         print(f"skipped: {sys.platform} has no /proc/<pid>/smaps_rollup to read memory from")
     else:
         for name, reports in runs.items():
-            start = [round(r["before"]["Private"]) for r in reports[:2]]
+            start = [round(r["before"]["Private"]) for r in reports[:workers]]  # one per worker
             print(f"{name:12s} Private at the first batch: {start} MB")
             for key in ("Rss", "Pss", "Private"):
                 ends = [round(v[-1]) for v in growth(reports, key).values()]
@@ -235,7 +240,7 @@ if __name__ == "__main__":
     else:
         ax.text(0.5, 0.5, f"no smaps_rollup on {sys.platform}", ha="center", transform=ax.transAxes)
     ax.set(xlabel="items this worker has read", ylabel="Pss growth per worker (MB)")
-    ax.set_title(f"Two workers, start method {method}")
+    ax.set_title(f"{'Two workers' if workers == 2 else 'One worker'}, start method {method}")
     plt.show()
 
 # %%

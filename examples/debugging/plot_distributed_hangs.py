@@ -445,10 +445,10 @@ if LAUNCHER:
 # %%
 # The step times, round by round, show how the two settings compare on this machine
 # while its load changed.
-import matplotlib.pyplot as plt
-from matplotlib.ticker import ScalarFormatter
-
 if LAUNCHER:
+    import matplotlib.pyplot as plt  # under the guard: a spawned rank need not import it
+    from matplotlib.ticker import ScalarFormatter
+
     fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
     for search, marker in ((False, "o"), (True, "s")):
         per_step = [s * 1e3 for s in times[search].per_call]

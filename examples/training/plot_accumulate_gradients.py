@@ -157,9 +157,9 @@ if MAIN:
 # rounding, red a mistake in the loop (the undivided loss, the ragged mean), orange a
 # difference that BatchNorm's design implies, which no loop can remove. A gap of exactly
 # 0 would be drawn at 1e-9.
-import matplotlib.pyplot as plt
-
 if MAIN:
+    import matplotlib.pyplot as plt  # under the guard: a spawned rank need not import it
+
     names = list(gaps)
     fig, ax = plt.subplots(figsize=(7, 3.2), layout="constrained")
     kind_of = {

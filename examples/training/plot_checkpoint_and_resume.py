@@ -224,9 +224,9 @@ if MAIN:
 # epoch 3 on. Its shuffle is the same, since the epoch was restored and the sampler's
 # order follows from it. The figure draws the three loss curves; the exact resume lies
 # on the uninterrupted run.
-import matplotlib.pyplot as plt
-
 if MAIN:
+    import matplotlib.pyplot as plt  # under the guard: a spawned rank need not import it
+
     fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
     ax.semilogy(reference, linewidth=4, alpha=0.4, color="C0", label="uninterrupted")
     ax.semilogy(
