@@ -214,7 +214,7 @@ assert torch.equal(loaded(example), model(example))
 # too, but it records *guards*, the assumptions the capture relied on (here, the
 # number of dimensions). When a call breaks a guard, it captures and compiles again.
 # So it is right where the trace was wrong, at the price of one compilation per new
-# case. Below, inputs of one to four dimensions, all 2s: the first call with each new
+# case. Below, inputs of one to three dimensions, all 2s: the first call with each new
 # number of dimensions compiles, and is timed apart from the calls after it, which
 # :func:`effpt.bench.time_callable` times (how: :doc:`/explanations/timing`). Predict
 # first: does a compilation cost more than ten later calls on your machine?
@@ -223,7 +223,7 @@ import time
 from effpt.bench import format_seconds, time_callable
 
 compiled = torch.compile(square_per_dim)
-inputs = {d: torch.full((2,) * d, 2.0) for d in (1, 2, 3, 4)}
+inputs = {d: torch.full((2,) * d, 2.0) for d in (1, 2, 3)}
 first_calls, later_timings, later_calls = {}, {}, {}
 for d, x in inputs.items():
     start = time.perf_counter()
