@@ -236,8 +236,9 @@ with torchscript.quietly():
             if device.type == "cpu":
                 task += f", {t} thread{'s' * (t > 1)}"
             show = n == 10**5 and t == threads
-            # the full budget where a verdict reads the timings, less elsewhere
-            budget = 0.5 if n in (sizes[0], 10**5) else 0.2
+            # the full budget where a verdict reads the timings, less at the largest size
+            # (a printed ratio) and least where only the figure reads them
+            budget = 0.5 if n in (sizes[0], 10**5) else 0.2 if n == sizes[-1] else 0.1
             for record in compare(task, timed, device=device, budget_s=budget, show=show):
                 records[record.variant, n, t] = record
         torch.set_num_threads(threads)
