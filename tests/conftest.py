@@ -11,6 +11,7 @@ other sessions do not collect it.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -77,6 +78,25 @@ def calls_to(monkeypatch):
         return calls
 
     return counting
+
+
+@pytest.fixture
+def imports_torch():
+    """``imports_torch(code)``: whether running ``code`` in a fresh interpreter, with only
+    the site's extension on its path, imported torch (for the no-torch promises of a build
+    that executes nothing)."""
+
+    def run(code: str) -> bool:
+        done = subprocess.run(
+            [sys.executable, "-c", f"{code}\nimport sys\nprint('torch' in sys.modules)"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONPATH": str(DOCS / "_ext"), "PATH": "/usr/bin:/bin"},
+        )
+        return done.stdout.split()[-1] == "True"
+
+    return run
 
 
 @pytest.fixture(scope="module")

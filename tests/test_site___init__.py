@@ -8,7 +8,6 @@ import although a build that executes nothing never calls them.
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,45 +16,34 @@ import pytest
 EXT = Path(__file__).resolve().parents[1] / "docs" / "_ext"
 
 
-def _imports_torch(code: str) -> bool:
-    run = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys\nprint('torch' in sys.modules)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PYTHONPATH": str(EXT), "PATH": "/usr/bin:/bin"},
-    )
-    return run.stdout.split()[-1] == "True"
-
-
-def test_importing_the_extension_and_its_hooks_imports_no_torch():
+def test_importing_the_extension_and_its_hooks_imports_no_torch(imports_torch):
     code = (
         "import importlib, effpt_site\n"
         "for name in (*effpt_site.MODULES, 'hooks', 'layout', 'outputs'):\n"
         "    importlib.import_module(f'effpt_site.{name}')"
     )
-    assert not _imports_torch(code)
+    assert not imports_torch(code)
 
 
-def test_reading_expectation_records_imports_no_torch():
-    assert not _imports_torch("from effpt.expect import Expectation, read_expectations")
+def test_reading_expectation_records_imports_no_torch(imports_torch):
+    assert not imports_torch("from effpt.expect import Expectation, read_expectations")
 
 
-def test_a_hook_imports_torch_when_a_page_runs(tmp_path):
+def test_a_hook_imports_torch_when_a_page_runs(tmp_path, imports_torch):
     code = (
         "from effpt_site import hooks\n"
         f"hooks.reset_state({{'gallery_dirs': 'out', 'src_dir': {str(tmp_path)!r}}}, None)"
     )
-    assert _imports_torch(code)
+    assert imports_torch(code)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the device files are Linux's")
-def test_a_machine_without_a_gpu_driver_says_no_memory_figure_without_torch():
+def test_a_machine_without_a_gpu_driver_says_no_memory_figure_without_torch(imports_torch):
     from effpt_site import hooks
 
     if any(Path(p).exists() for p in hooks.GPU_DEVICE_FILES):
         pytest.skip("this machine has a GPU driver: torch is asked")
-    assert not _imports_torch("from effpt_site import hooks\nassert not hooks.memory_is_measured()")
+    assert not imports_torch("from effpt_site import hooks\nassert not hooks.memory_is_measured()")
 
 
 def _through_the_environment(node) -> bool:

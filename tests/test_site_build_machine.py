@@ -7,7 +7,6 @@ input of the answer changed.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -103,25 +102,13 @@ def test_the_real_answer_is_this_machine():
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the fingerprint is trusted on Linux only")
-def test_a_remembered_machine_imports_no_torch(tmp_path):
+def test_a_remembered_machine_imports_no_torch(tmp_path, imports_torch):
     if any(Path(p).exists() for p in build_machine.GPU_DEVICE_FILES):
         pytest.skip("this machine has a GPU driver: torch is always asked")
     code = (
-        "import sys, types\n"
+        "import types\n"
         "from effpt_site import build_machine\n"
-        f"build_machine.machine(types.SimpleNamespace(doctreedir={str(tmp_path)!r}))\n"
-        "print('torch' in sys.modules)"
+        f"build_machine.machine(types.SimpleNamespace(doctreedir={str(tmp_path)!r}))"
     )
-
-    def imports_torch() -> bool:
-        run = subprocess.run(
-            [sys.executable, "-c", code],
-            capture_output=True,
-            text=True,
-            check=True,
-            env={"PYTHONPATH": str(EXT), "PATH": "/usr/bin:/bin"},
-        )
-        return run.stdout.split()[-1] == "True"
-
-    assert imports_torch()  # the first build asks torch
-    assert not imports_torch()  # the next one remembers
+    assert imports_torch(code)  # the first build asks torch
+    assert not imports_torch(code)  # the next one remembers
