@@ -104,17 +104,12 @@ print(2)
 '''
 
 
-def test_before_you_start_box_is_a_markdown_cell_of_the_notebook_and_its_zip(tmp_path):
-    """The page's notebook is sphinx-gallery's own, with the box as a quoted Markdown cell."""
+def _gallery_with_one_page(tmp_path):
+    """A gallery folder holding BOX_SCRIPT as basics/plot_line.py, and sphinx-gallery's
+    default settings for it: (family folder, script, settings)."""
     import copy
-    import zipfile
-    from types import SimpleNamespace
 
     from sphinx_gallery.gen_gallery import DEFAULT_GALLERY_CONF
-    from sphinx_gallery.notebook import jupyter_notebook, save_notebook
-    from sphinx_gallery.py_source_parser import split_code_and_text_blocks
-
-    from effpt_site.before_you_start import write_notebooks
 
     family = tmp_path / "auto_examples" / "basics"
     family.mkdir(parents=True)
@@ -122,6 +117,20 @@ def test_before_you_start_box_is_a_markdown_cell_of_the_notebook_and_its_zip(tmp
     script.write_text(BOX_SCRIPT, encoding="utf-8")
     conf = copy.deepcopy(DEFAULT_GALLERY_CONF)
     conf |= {"gallery_dirs": "auto_examples", "remove_config_comments": True}
+    return family, script, conf
+
+
+def test_before_you_start_box_is_a_markdown_cell_of_the_notebook_and_its_zip(tmp_path):
+    """The page's notebook is sphinx-gallery's own, with the box as a quoted Markdown cell."""
+    import zipfile
+    from types import SimpleNamespace
+
+    from sphinx_gallery.notebook import jupyter_notebook, save_notebook
+    from sphinx_gallery.py_source_parser import split_code_and_text_blocks
+
+    from effpt_site.before_you_start import write_notebooks
+
+    family, script, conf = _gallery_with_one_page(tmp_path)
     conf["first_notebook_cell"] = "%pip install effpt"
     # What sphinx-gallery writes: the box left as raw reST; and its zip.
     theirs = jupyter_notebook(split_code_and_text_blocks(script)[1], conf, family)
@@ -182,21 +191,14 @@ def test_before_you_start_box_says_under_a_second_and_warns_when_the_page_compil
 
 def test_an_unchanged_page_is_not_made_into_a_notebook_again(tmp_path, monkeypatch):
     """With a doctree folder, a notebook is remade only when its script or file changed."""
-    import copy
     from types import SimpleNamespace
 
-    from sphinx_gallery.gen_gallery import DEFAULT_GALLERY_CONF
     from sphinx_gallery.notebook import jupyter_notebook, save_notebook
     from sphinx_gallery.py_source_parser import split_code_and_text_blocks
 
     from effpt_site import before_you_start
 
-    family = tmp_path / "auto_examples" / "basics"
-    family.mkdir(parents=True)
-    script = family / "plot_line.py"
-    script.write_text(BOX_SCRIPT, encoding="utf-8")
-    conf = copy.deepcopy(DEFAULT_GALLERY_CONF)
-    conf |= {"gallery_dirs": "auto_examples", "remove_config_comments": True}
+    family, script, conf = _gallery_with_one_page(tmp_path)
 
     def sphinx_gallery_writes():
         theirs = jupyter_notebook(split_code_and_text_blocks(script)[1], conf, family)
