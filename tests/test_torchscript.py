@@ -46,3 +46,30 @@ def test_other_warnings_pass_and_the_filters_come_back():
         "something else",
     ]
     assert warnings.filters == before
+
+
+def test_script_prints_the_deprecation_once_and_returns_the_scripted_function(capsys):
+    scripted = torchscript.script(double)
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 1
+    assert re.match(r"\w+Warning: " + torchscript.DEPRECATION, said[0]) or (
+        said[0] == f"torch {torch.__version__} scripts it without a deprecation warning"
+    )
+    assert torch.equal(scripted(torch.ones(3)), double(torch.ones(3)))
+
+
+def test_script_issues_every_other_warning_again(monkeypatch, capsys):
+    real = torch.jit.script
+
+    def script_that_also_warns(fn):
+        warnings.warn("a warning of the code being scripted", RuntimeWarning, stacklevel=1)
+        return real(fn)
+
+    monkeypatch.setattr(torch.jit, "script", script_that_also_warns)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torchscript.script(double)
+    assert [str(w.message) for w in caught if w.category is RuntimeWarning] == [
+        "a warning of the code being scripted"
+    ]
+    capsys.readouterr()
