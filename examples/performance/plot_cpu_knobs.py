@@ -148,7 +148,7 @@ def answer(task):
             os.sched_setaffinity(0, task["pin"])
         m = torch.randn(96, 96)
         began = time.perf_counter()
-        for _ in range(20):
+        for _ in range(task["products"]):
             m @ m
         took = time.perf_counter() - began
         if everywhere is not None:
@@ -313,26 +313,37 @@ _ = expect(
 # The usual remedy is one thread per process (``OMP_NUM_THREADS=1`` when it starts,
 # :func:`torch.set_num_threads` once it runs) and, where the OS allows, pinning each
 # process to cores of its own with :func:`os.sched_setaffinity`. Predict first: do the
-# two together pay on your machine? The default worker and its twin run the same 20
+# two together pay on your machine? The default worker and its twin run the same
 # products of 96 × 96 matrices at once, five rounds each way: with every core each,
 # then at one thread each, pinned to a core apiece (the pin binds the calling thread,
 # which at one thread does all the work). Each round's time is the later of the two.
+# Where the cores are crowded, each product can wait for the OS's time slice, so a
+# probe of four crowded products first sets how many a round runs (at most 20).
 can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
 if not can_pin:
     why = "this OS has no os.sched_setaffinity" if cores >= 2 else "fewer than two cores"
     print(f"Pinning skipped: {why}; the capped pair runs unpinned.")
 own_cores = sorted(os.sched_getaffinity(0))[:2] if can_pin else [None, None]
 pair = ("default", "default, second")
+
+
+def together(products: int, capped: bool) -> float:
+    """Seconds until both workers of the pair have run ``products`` products at once."""
+    for name, core in zip(pair, own_cores, strict=True):
+        pin = [core] if capped and core is not None else None
+        threads = 1 if capped else info[name]["threads"]
+        send(workers[name], "work", threads=threads, pin=pin, products=products)
+    return max(receive(workers[name]) for name in pair)
+
+
+per_product = together(4, capped=False) / 4
+products = max(4, min(20, int(0.05 / per_product)))
+print(f"probe: {format_seconds(per_product)} a product with every core each; {products} a round")
 capped_label = "one thread each, pinned" if can_pin else "one thread each"
 rounds = {"each takes every core": [], capped_label: []}
 for _ in range(5):  # at least four a side, or no interval can decide
     for label in rounds:
-        for name, core in zip(pair, own_cores, strict=True):
-            if label == capped_label:
-                send(workers[name], "work", threads=1, pin=None if core is None else [core])
-            else:
-                send(workers[name], "work", threads=info[name]["threads"], pin=None)
-        rounds[label].append(max(receive(workers[name]) for name in pair))
+        rounds[label].append(together(products, capped=label == capped_label))
 rounds = {label: Timing(tuple(t), 1) for label, t in rounds.items()}
 for label, t in rounds.items():
     print(f"{label}: {format_seconds(t.median)} for both")
