@@ -88,8 +88,8 @@ class CheckerNet(nn.Module):  # 256 channels unless the probe below narrows it
 # would be partly TF32. Every step below sets both switches for itself (off for
 # float32 and 16 bits, on for a TF32 variant on a GPU) and puts them back afterwards.
 # PyTorch is replacing this pair with per-backend ``fp32_precision`` settings
-# (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); this page keeps the
-# pair because every torch it supports, back to 2.6, has it.
+# (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); the page keeps the
+# pair, which torch 2.6 has.
 from contextlib import contextmanager
 
 defaults = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
@@ -144,12 +144,12 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 # %%
 # A probe before training
 # -----------------------
-# Without fast bfloat16 kernels, a hundred bfloat16 steps could take minutes. So on a
-# CPU the page times two warm steps of each type first and, where the 16-bit one takes
-# over four times as long, trains a narrower network on a smaller board. The first
-# line is :func:`effpt.machine.bfloat16_support`. Where other work holds the cores, a
-# step's many small parallel operations can each wait for one, so the probe also
-# times a float32 step on one thread, and the training runs on the faster count.
+# A probe comes first on a CPU: two warm float32 steps at this machine's threads and
+# on one (busy cores make small parallel operations wait), then two 16-bit steps on
+# the faster count, which trains. Without fast bfloat16 kernels
+# a hundred steps could take minutes, so where the 16-bit step takes over four times
+# as long, a narrower network trains on a smaller board. The first line is
+# :func:`effpt.machine.bfloat16_support`.
 import time
 
 from effpt.machine import bfloat16_support
@@ -316,11 +316,11 @@ _ = expect(
 # %%
 # On a CPU the intra-op thread pool splits each large operation over the cores, above
 # a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
-# explains the pool and the load average). So on a CPU with several threads the same
-# two steps are timed again on one thread (restored afterwards); if one verdict holds
-# and the other does not, the thread pool decided the first, not the arithmetic; on a
-# loaded machine, an inconclusive one can be other work's doing. The first line prints
-# the load average where the OS reports it.
+# explains the pool and the load average). So with several threads the same two steps
+# are timed again on one thread (restored afterwards): if one verdict holds and the
+# other does not, the thread pool decided the first; on a loaded machine, an
+# inconclusive one can be other work's doing, so the first line prints the load
+# average where the OS reports it.
 import os
 
 from effpt.bench import on_one_thread
@@ -501,10 +501,10 @@ assert flops > 0
 # %%
 # The step and the matrix products are timed separately, each with its own noise, so
 # read the shares as rough: one near 100 % says that the step runs as fast as a plain
-# matrix product. One far above 100 % says that the large product ran slowly when it
-# was timed, because other work took the cores just then or, in bfloat16 on a CPU
-# without native bfloat16, because its generic path reaches a small fraction of
-# float32's rate: then the rate, not the step, is the outlier.
+# matrix product. One far above 100 % says that the large product ran slowly when
+# timed: other work took the cores, or bfloat16 on a CPU without native bfloat16 took
+# its generic path, far below float32's rate. Then the rate, not the step, is the
+# outlier.
 #
 # A share well below 100 % means that the step spends its time outside the products
 # (the casts, batch norm, ReLU and optimizer rows above) or that its products run far

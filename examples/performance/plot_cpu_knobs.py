@@ -280,14 +280,13 @@ else:
 
 # %%
 # What spinning costs is the other side: a core that a spinning thread holds is a core
-# other work does not get. Each worker below runs steps of one addition followed by
-# serial Python work (200 steps, or fewer where they take over a twentieth of a second,
-# never under 20), and reports the CPU time its threads used per step. A helper
+# other work does not get. Each worker below runs up to 200 steps (fewer where they
+# pass a twentieth of a second) of one addition followed by serial Python work, and
+# reports the CPU time its threads used per step. A helper
 # thread that spins through the serial part adds that time to the step's CPU; one that
 # sleeps adds its wake-up, which costs system calls on both sides. How long an idle
 # thread spins before it sleeps depends on the OpenMP runtime, so either can cost more;
-# the verdict says which did here. On a busy machine, the difference is taken from the
-# other programs.
+# the verdict says which did here.
 cpu = {p: [] for p in policies}
 for _ in range(4):
     for policy in policies:
@@ -316,9 +315,10 @@ _ = expect(
 # two together pay on your machine? The default worker and its twin run the same
 # products of 96 × 96 matrices at once, five rounds each way: with every core each,
 # then at one thread each, pinned to a core apiece (the pin binds the calling thread,
-# which at one thread does all the work). Each round's time is the later of the two.
-# Where the cores are crowded, each product can wait for the OS's time slice, so a
-# probe of four crowded products first sets how many a round runs (at most 20).
+# which does all the work). Each round's time is the later of the two.
+#
+# On crowded cores each product can wait for the OS's time slice, so a probe of four
+# crowded products first sets how many a round runs (at most 20).
 can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
 if not can_pin:
     why = "this OS has no os.sched_setaffinity" if cores >= 2 else "fewer than two cores"
