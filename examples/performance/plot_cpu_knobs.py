@@ -342,8 +342,8 @@ print(f"probe: {format_seconds(per_product)} a product with every core each; {pr
 capped_label = "one thread each, pinned" if can_pin else "one thread each"
 rounds = {"each takes every core": [], capped_label: []}
 for _ in range(5):  # at least four a side, or no interval can decide
-    for label in rounds:
-        rounds[label].append(together(products, capped=label == capped_label))
+    for label, times in rounds.items():
+        times.append(together(products, capped=label == capped_label))
 rounds = {label: Timing(tuple(t), 1) for label, t in rounds.items()}
 for label, t in rounds.items():
     print(f"{label}: {format_seconds(t.median)} for both")
