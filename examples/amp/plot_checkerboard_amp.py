@@ -88,8 +88,8 @@ class CheckerNet(nn.Module):  # 256 channels unless the probe below narrows it
 # would be partly TF32. Every step below sets both switches for itself (off for
 # float32 and 16 bits, on for a TF32 variant on a GPU) and puts them back afterwards.
 # PyTorch is replacing this pair with per-backend ``fp32_precision`` settings
-# (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); this page keeps the
-# pair because every torch it supports, back to 2.6, has it.
+# (:doc:`/auto_examples/performance/plot_gpu_rules` shows them); the page keeps the
+# pair, which torch 2.6 has.
 from contextlib import contextmanager
 
 defaults = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
@@ -144,10 +144,12 @@ def make_step(model: nn.Module, dtype: torch.dtype | None, use_tf32: bool = Fals
 # %%
 # A probe before training
 # -----------------------
-# Without fast bfloat16 kernels, a hundred bfloat16 steps could take minutes. So on a
-# CPU the page times two warm steps of each type first and, where the 16-bit one takes
-# over four times as long, trains a narrower network on a smaller board. The first
-# line is :func:`effpt.machine.bfloat16_support`.
+# A probe comes first on a CPU: two warm float32 steps at this machine's threads and
+# on one (busy cores make small parallel operations wait), then two 16-bit steps on
+# the faster count, which trains. Without fast bfloat16 kernels
+# a hundred steps could take minutes, so where the 16-bit step takes over four times
+# as long, a narrower network trains on a smaller board. The first line is
+# :func:`effpt.machine.bfloat16_support`.
 import time
 
 from effpt.machine import bfloat16_support
@@ -155,21 +157,40 @@ from effpt.records import format_seconds
 
 low_name = str(low).removeprefix("torch.")
 channels = 256
+threads = train_threads = torch.get_num_threads()
+
+
+def fastest_of_two(step) -> float:
+    """The faster of two warm steps, so that one preempted step cannot decide."""
+    step()  # warm-up
+    calls = []
+    for _ in range(2):
+        began = time.perf_counter()
+        step()
+        calls.append(time.perf_counter() - began)
+    return min(calls)
+
+
 if device.type == "cpu":
     print(bfloat16_support())
-    probe = {}
-    for dtype in (None, low):
-        probe_step = make_step(CheckerNet(channels).to(device), dtype)
-        probe_step()  # warm-up
-        calls = []
-        for _ in range(2):  # the faster of two, so that one preempted step cannot decide
-            began = time.perf_counter()
-            probe_step()
-            calls.append(time.perf_counter() - began)
-        probe[dtype] = min(calls)
+    probe = {None: fastest_of_two(make_step(CheckerNet(channels).to(device), None))}
+    if threads > 1:  # float32 again, on one thread
+        torch.set_num_threads(1)
+        one_thread_step = fastest_of_two(make_step(CheckerNet(channels).to(device), None))
+        print(
+            f"probe: a float32 step took {format_seconds(one_thread_step)} on one thread, "
+            f"{format_seconds(probe[None])} on {threads}"
+        )
+        if one_thread_step < probe[None]:
+            train_threads, probe[None] = 1, one_thread_step
+        torch.set_num_threads(threads)
+    torch.set_num_threads(train_threads)  # the 16-bit step on the count training will use
+    probe[low] = fastest_of_two(make_step(CheckerNet(channels).to(device), low))
+    torch.set_num_threads(threads)
     slower = probe[low] / probe[None]
     print(
-        f"probe: a float32 step took {format_seconds(probe[None])}, a {low_name} step "
+        f"probe on {train_threads} thread{'s' * (train_threads > 1)} (training's count): "
+        f"a float32 step took {format_seconds(probe[None])}, a {low_name} step "
         f"{format_seconds(probe[low])}: {slower:.3g}× float32's"
     )
     if slower > 4:
@@ -202,6 +223,7 @@ else:
 
 initial = CheckerNet(channels).to(device)  # every variant trains a copy of these weights
 steps_fn, losses, predictions = {}, {}, {}
+torch.set_num_threads(train_threads)  # the probe's choice; restored after training
 for name, (dtype, use_tf32, compiled) in variants.items():
     model = copy.deepcopy(initial)
     steps_fn[name] = make_step(torch.compile(model) if compiled else model, dtype, use_tf32)
@@ -209,6 +231,7 @@ for name, (dtype, use_tf32, compiled) in variants.items():
     with torch.no_grad(), tf32(False):
         predictions[name] = model(inputs).float().squeeze().cpu().numpy()  # (size, size)
     print(f"{name:<28} final loss {losses[name][-20:].mean():.4f} (mean of the last 20 steps)")
+torch.set_num_threads(threads)
 
 # sphinx_gallery_start_ignore
 assert all(torch.isfinite(curve).all() for curve in losses.values()), losses
@@ -280,7 +303,7 @@ plt.show()
 from effpt.bench import compare
 from effpt.records import speedup
 
-records = compare(f"checkerboard step, {size}×{size}", steps_fn, device=device, budget_s=1.0)
+records = compare(f"checkerboard step, {size}×{size}", steps_fn, device=device, budget_s=0.5)
 by_name = {r.variant: r for r in records}
 ratio = speedup(by_name["float32"], by_name[f"{low_name} autocast"])
 _ = expect(
@@ -293,11 +316,11 @@ _ = expect(
 # %%
 # On a CPU the intra-op thread pool splits each large operation over the cores, above
 # a size that differs per operator, dtype and machine (:doc:`/explanations/timing`
-# explains the pool and the load average). So on a CPU with several threads the same
-# two steps are timed again on one thread (restored afterwards); if one verdict holds
-# and the other does not, the thread pool decided the first, not the arithmetic; on a
-# loaded machine, an inconclusive one can be other work's doing. The first line prints
-# the load average where the OS reports it.
+# explains the pool and the load average). So with several threads the same two steps
+# are timed again on one thread (restored afterwards): if one verdict holds and the
+# other does not, the thread pool decided the first; on a loaded machine, an
+# inconclusive one can be other work's doing, so the first line prints the load
+# average where the OS reports it.
 import os
 
 from effpt.bench import on_one_thread
@@ -380,7 +403,7 @@ KINDS = {  # a kind of work: substrings of the names of the operators that do it
 }
 
 
-def where_time_goes(step, steps: int = 3):
+def where_time_goes(step, steps: int = 2):
     with profile(activities=activities) as prof:
         for _ in range(steps):
             step()
@@ -407,7 +430,7 @@ for n in counts:
                 table = events.table(sort_by=key, row_limit=8, max_name_column_width=34)
     finally:
         torch.set_num_threads(threads)
-print(f"{low_name} autocast, 3 steps on {describe(device)}:")
+print(f"{low_name} autocast, 2 steps on {describe(device)}:")
 print(table)
 
 # %%
@@ -478,10 +501,10 @@ assert flops > 0
 # %%
 # The step and the matrix products are timed separately, each with its own noise, so
 # read the shares as rough: one near 100 % says that the step runs as fast as a plain
-# matrix product. One far above 100 % says that the large product ran slowly when it
-# was timed, because other work took the cores just then or, in bfloat16 on a CPU
-# without native bfloat16, because its generic path reaches a small fraction of
-# float32's rate: then the rate, not the step, is the outlier.
+# matrix product. One far above 100 % says that the large product ran slowly when
+# timed: other work took the cores, or bfloat16 on a CPU without native bfloat16 took
+# its generic path, far below float32's rate. Then the rate, not the step, is the
+# outlier.
 #
 # A share well below 100 % means that the step spends its time outside the products
 # (the casts, batch norm, ReLU and optimizer rows above) or that its products run far

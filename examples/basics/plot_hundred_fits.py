@@ -261,19 +261,44 @@ assert len(records) == 2 and all(r.median_s > 0 for r in records)
 # ``±2`` the runs still extrapolate differently. How much of the grid the band covers
 # is a property of these runs, never a promise: the spread between runs only measures
 # how much they disagree.
+#
+# Each step is many small operations, and where other work holds the cores each one
+# on several threads can wait for them. So on a CPU the first ten steps run at this
+# machine's threads, the next ten on one, and the rest on whichever count was faster.
 import time
 
 extra_steps = 900
 more_xs = torch.randn(extra_steps, n_models, batch, 1).to(device)  # (steps, models, batch, 1)
 more_ys = torch.sin(2 * more_xs)  # (steps, models, batch, 1)
-start = time.perf_counter()
-for step in range(extra_steps):
-    grads = all_gradients(params, buffers, more_xs[step], more_ys[step])
-    for name, p in params.items():
-        p.grad = grads[name]
-    stacked_optimizer.step()
-synchronize(device)  # wait for the device before stopping the clock
-seconds = time.perf_counter() - start
+
+
+def more_steps(first: int, last: int) -> float:
+    """Run steps ``first`` to ``last - 1``; return the seconds they took."""
+    began = time.perf_counter()
+    for step in range(first, last):
+        grads = all_gradients(params, buffers, more_xs[step], more_ys[step])
+        for name, p in params.items():
+            p.grad = grads[name]
+        stacked_optimizer.step()
+    synchronize(device)  # wait for the device before stopping the clock
+    return time.perf_counter() - began
+
+
+threads = torch.get_num_threads()
+if device.type == "cpu" and threads > 1:
+    on_all = more_steps(0, 10)
+    torch.set_num_threads(1)
+    on_one = more_steps(10, 20)
+    if on_all < on_one:
+        torch.set_num_threads(threads)
+    print(
+        f"ten steps took {on_all:.2f} s on {threads} threads, {on_one:.2f} s on one; "
+        f"the other {extra_steps - 20} run on {torch.get_num_threads()}"
+    )
+    seconds = on_all + on_one + more_steps(20, extra_steps)
+    torch.set_num_threads(threads)
+else:
+    seconds = more_steps(0, extra_steps)
 print(
     f"{extra_steps} more vmap steps took {seconds:.1f} s; "
     f"the loop would need about {extra_steps * records[0].median_s:.0f} s"

@@ -276,7 +276,7 @@ with torch.no_grad():
         "Merge: linear of b": lambda: merge.proj_b(b),
         "Merge: add + relu": lambda: torch.relu(pa + pb),
     }
-    parts = compare(f"steps at n={n}", steps, device=device, show=False)
+    parts = compare(f"steps at n={n}", steps, device=device, budget_s=0.2, show=False)
 for record in parts:
     print(f"{record.variant:<34}{format_seconds(record.median_s):>10}")
 by_name = {r.variant: r for r in parts}

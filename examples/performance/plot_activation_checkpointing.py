@@ -319,6 +319,7 @@ records = compare(
     f"training step of {depth} blocks, input {tuple(x.shape)}",
     {**steps, "forward pass alone": lambda: model(x)},
     device=device,
+    budget_s=0.3,  # per variant; eight of them
 )
 by_name = {r.variant: r for r in records}
 forward_share = speedup(by_name["no checkpoints"], by_name["forward pass alone"])  # step / forward

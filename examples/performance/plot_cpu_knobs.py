@@ -109,9 +109,6 @@ from pathlib import Path
 
 WORKER = r"""
 import json, os, sys, time
-pin = json.loads(sys.argv[1])
-if pin is not None:  # before torch starts, so its pool is sized to these cores
-    os.sched_setaffinity(0, pin)
 import torch
 from effpt.bench import time_callable
 
@@ -130,29 +127,39 @@ def answer(task):
     torch.set_num_threads(task["threads"])
     if kind == "small":  # the two small operations of the wait-policy table
         m, v = torch.randn(32, 32), torch.randn(65536)
-        times = {"32×32 product": time_callable(lambda: m @ m, device="cpu", budget_s=0.03),
-                 "addition of 65,536 floats": time_callable(lambda: v + v, device="cpu", budget_s=0.03)}
+        # one call a block: where a call waits for a core, a block sized on a fast
+        # call would hold hundreds of slow ones
+        times = {"32×32 product": time_callable(lambda: m @ m, device="cpu", number=1, budget_s=0.03),
+                 "addition of 65,536 floats": time_callable(lambda: v + v, device="cpu", number=1, budget_s=0.03)}
         return {k: t.per_call for k, t in times.items()}
     if kind == "steps":  # small parallel additions with serial Python work between them
-        v, cpu = torch.randn(65536), time.process_time()
-        for _ in range(200):
+        v, cpu, began, steps = torch.randn(65536), time.process_time(), time.perf_counter(), 0
+        while steps < 200 and (steps < 20 or time.perf_counter() - began < 0.05):
             v + v
             sum(range(300))
-        return (time.process_time() - cpu) / 200  # CPU seconds of all threads, per step
+            steps += 1
+        return (time.process_time() - cpu) / steps  # CPU seconds of all threads, per step
     if kind == "sigmoid":
         x = torch.randn(2**18)
         return time_callable(lambda: x.sigmoid(), device="cpu", budget_s=0.05).per_call
     if kind == "work":  # a fixed amount of work, timed from start to end
+        everywhere = os.sched_getaffinity(0) if task["pin"] is not None else None
+        if task["pin"] is not None:  # this thread's cores: at one thread it does all the work
+            os.sched_setaffinity(0, task["pin"])
         m = torch.randn(96, 96)
         began = time.perf_counter()
-        for _ in range(40):
+        for _ in range(task["products"]):
             m @ m
-        return time.perf_counter() - began
+        took = time.perf_counter() - began
+        if everywhere is not None:
+            os.sched_setaffinity(0, everywhere)
+        return took
     raise ValueError(f"unknown task {kind!r}")
 
 print(json.dumps("ready"), flush=True)
 for line in sys.stdin:
     print(json.dumps(answer(json.loads(line))), flush=True)
+os._exit(0)  # skip the interpreter's teardown, about half a second of CPU with torch loaded
 """
 folder = tempfile.TemporaryDirectory()  # deleted at the end of the page
 (Path(folder.name) / "worker.py").write_text(WORKER, encoding="utf-8")
@@ -166,11 +173,11 @@ KNOBS = (
 )
 
 
-def start(pin=None, **settings):
-    """A worker process with PyTorch's defaults plus ``settings``, optionally pinned."""
+def start(**settings):
+    """A worker process with PyTorch's defaults plus ``settings``."""
     env = {k: v for k, v in os.environ.items() if k not in KNOBS} | settings
     worker = subprocess.Popen(
-        [sys.executable, str(Path(folder.name) / "worker.py"), json.dumps(pin)],
+        [sys.executable, str(Path(folder.name) / "worker.py")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,
@@ -194,19 +201,15 @@ def receive(worker):
 
 # %%
 # The workers start together, so that their imports of torch overlap; each says
-# ``"ready"`` once it has. Two workers differ only in the wait policy and one runs
-# torch's portable kernels. The oversubscription test further down pairs the default
-# worker with a second one like it, and runs two more capped at one thread and, where
-# the OS allows it, pinned each to a core of its own.
-can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
-own_cores = sorted(os.sched_getaffinity(0))[:2] if can_pin else [None, None]
+# ``"ready"`` once it has. Two workers differ only in the wait policy; a third runs
+# torch's portable kernels and starts with ``OMP_NUM_THREADS=1``. The
+# oversubscription test further down pairs the default worker with a fourth one like
+# it. Each start imports torch, seconds of CPU, so the page starts no more than these.
 workers = {
     "default": start(),
     "PASSIVE": start(OMP_WAIT_POLICY="PASSIVE"),
-    "portable": start(ATEN_CPU_CAPABILITY="default"),
+    "portable": start(ATEN_CPU_CAPABILITY="default", OMP_NUM_THREADS="1"),
     "default, second": start(),
-    "1 thread 1": start([own_cores[0]] if can_pin else None, OMP_NUM_THREADS="1"),
-    "1 thread 2": start([own_cores[1]] if can_pin else None, OMP_NUM_THREADS="1"),
 }
 for worker in workers.values():
     assert receive(worker) == "ready"
@@ -225,7 +228,7 @@ print(
 )
 
 # sphinx_gallery_start_ignore
-assert info["1 thread 1"]["threads"] == 1 and info["1 thread 2"]["threads"] == 1
+assert info["portable"]["threads"] == 1
 assert info["portable"]["capability"] in {"DEFAULT", "NO AVX"}  # torch 2.6 says "NO AVX"
 assert info["default"]["interop"][1] == "set"
 assert "cannot set number of interop threads" in info["default"]["interop"][2]
@@ -277,13 +280,13 @@ else:
 
 # %%
 # What spinning costs is the other side: a core that a spinning thread holds is a core
-# other work does not get. Each worker below runs 200 steps of one addition followed by
-# serial Python work, and reports the CPU time its threads used per step. A helper
+# other work does not get. Each worker below runs up to 200 steps (fewer where they
+# pass a twentieth of a second) of one addition followed by serial Python work, and
+# reports the CPU time its threads used per step. A helper
 # thread that spins through the serial part adds that time to the step's CPU; one that
 # sleeps adds its wake-up, which costs system calls on both sides. How long an idle
 # thread spins before it sleeps depends on the OpenMP runtime, so either can cost more;
-# the verdict says which did here. On a busy machine, the difference is taken from the
-# other programs.
+# the verdict says which did here.
 cpu = {p: [] for p in policies}
 for _ in range(4):
     for policy in policies:
@@ -306,23 +309,41 @@ _ = expect(
 # put twice as many threads as cores on the CPU, and a parallel region waits for
 # whichever of its threads the OS has parked.
 #
-# The usual remedy is one thread per process (``OMP_NUM_THREADS=1``) and, where the OS
-# allows, pinning each process to cores of its own with :func:`os.sched_setaffinity`.
-# Predict first: do the two together pay on your machine? Both pairs run the same
-# 40 products of 96 × 96 matrices at once, five rounds; each round's time is the later
-# of the two.
+# The usual remedy is one thread per process (``OMP_NUM_THREADS=1`` when it starts,
+# :func:`torch.set_num_threads` once it runs) and, where the OS allows, pinning each
+# process to cores of its own with :func:`os.sched_setaffinity`. Predict first: do the
+# two together pay on your machine? The default worker and its twin run the same
+# products of 96 × 96 matrices at once, five rounds each way: with every core each,
+# then at one thread each, pinned to a core apiece (the pin binds the calling thread,
+# which does all the work). Each round's time is the later of the two.
+#
+# On crowded cores each product can wait for the OS's time slice, so a probe of four
+# crowded products first sets how many a round runs (at most 20).
+can_pin = hasattr(os, "sched_setaffinity") and cores >= 2
 if not can_pin:
     why = "this OS has no os.sched_setaffinity" if cores >= 2 else "fewer than two cores"
     print(f"Pinning skipped: {why}; the capped pair runs unpinned.")
+own_cores = sorted(os.sched_getaffinity(0))[:2] if can_pin else [None, None]
+pair = ("default", "default, second")
+
+
+def together(products: int, capped: bool) -> float:
+    """Seconds until both workers of the pair have run ``products`` products at once."""
+    for name, core in zip(pair, own_cores, strict=True):
+        pin = [core] if capped and core is not None else None
+        threads = 1 if capped else info[name]["threads"]
+        send(workers[name], "work", threads=threads, pin=pin, products=products)
+    return max(receive(workers[name]) for name in pair)
+
+
+per_product = together(4, capped=False) / 4
+products = max(4, min(20, int(0.05 / per_product)))
+print(f"probe: {format_seconds(per_product)} a product with every core each; {products} a round")
 capped_label = "one thread each, pinned" if can_pin else "one thread each"
 rounds = {"each takes every core": [], capped_label: []}
 for _ in range(5):  # at least four a side, or no interval can decide
-    for label, pair in zip(
-        rounds, (("default", "default, second"), ("1 thread 1", "1 thread 2")), strict=True
-    ):
-        for name in pair:
-            send(workers[name], "work", threads=info[name]["threads"])
-        rounds[label].append(max(receive(workers[name]) for name in pair))
+    for label, times in rounds.items():
+        times.append(together(products, capped=label == capped_label))
 rounds = {label: Timing(tuple(t), 1) for label, t in rounds.items()}
 for label, t in rounds.items():
     print(f"{label}: {format_seconds(t.median)} for both")
