@@ -113,3 +113,16 @@ def test_no_note_where_nothing_is_english_or_the_page_is_english(language, count
     per_doc = {} if counted is None else {"auto/fam/plot_a": counted}
     coverage._note_stale(_app(language=language, per_doc=per_doc), document, "auto/fam/plot_a")
     assert [type(child) for child in section] == [nodes.title, nodes.paragraph]
+
+
+def test_pages_counted_by_a_parallel_reader_reach_the_main_build():
+    """With ``-j 2`` Sphinx reads pages in other processes and merges their environments:
+    a page counted there must be in the main build's count, or the threshold would be
+    held to the pages the main process happened to read."""
+    main = SimpleNamespace(effpt_coverage={"a": Coverage(1, 0, 2)})
+    other = SimpleNamespace(effpt_coverage={"b": Coverage(3, 0, 4), "c": Coverage(0, 0, 1)})
+    coverage._merge_pages(None, main, {"b"}, other)
+    assert main.effpt_coverage == {"a": Coverage(1, 0, 2), "b": Coverage(3, 0, 4)}
+    fresh = SimpleNamespace()  # the main process read no translated page itself
+    coverage._merge_pages(None, fresh, {"b", "c"}, other)
+    assert fresh.effpt_coverage == {"b": Coverage(3, 0, 4), "c": Coverage(0, 0, 1)}
