@@ -38,6 +38,8 @@
   Colab" on every gallery page.
 * :mod:`effpt_site.related`: related pages under each gallery page; torch names to pages.
 * :mod:`effpt_site.seo`: each page's description, and the sitemap.
+* :mod:`effpt_site.code_links`: sphinx-gallery's linked code cells, made once for both
+  editions.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
 """
@@ -55,6 +57,7 @@ MODULES = (
     "before_you_start",
     "cards",
     "catalogues",
+    "code_links",
     "compat",
     "coverage",
     "decorations",
