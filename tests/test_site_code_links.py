@@ -30,7 +30,9 @@ class Resolver(_doctree_links._Resolver):
         )
         self.env = SimpleNamespace(domains={"py": domain})
         self.builder = SimpleNamespace(
-            name="html", link_suffix=".html", get_relative_uri=lambda a, b: f"../{b}.html"
+            name="html",
+            link_suffix=".html",
+            get_relative_uri=lambda _here, there: f"../{there}.html",
         )
         self.docname = docname
         self.prefer_full = []
@@ -38,7 +40,7 @@ class Resolver(_doctree_links._Resolver):
         self._cache = {}
 
 
-def _counting(monkeypatch, tmp_path):
+def _counting(tmp_path):
     made = []
     real = _doctree_links._tokenize_and_link
 
@@ -53,10 +55,14 @@ def _html(children) -> list[str]:
     return [node.pformat() for node in children]
 
 
-def test_a_kept_cell_gives_the_nodes_sphinx_gallery_makes(monkeypatch, tmp_path):
-    made, tokenize = _counting(monkeypatch, tmp_path)
+def test_a_kept_cell_gives_the_nodes_sphinx_gallery_makes(tmp_path):
+    made, tokenize = _counting(tmp_path)
     code = "x = torch.zeros(3)\n"
-    expected = list(_doctree_links._tokenize_and_link(code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"})))
+    expected = list(
+        _doctree_links._tokenize_and_link(
+            code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"})
+        )
+    )
     first = tokenize(code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"}))
     again = tokenize(code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"}))
     assert made == [code]  # made once, then read
@@ -70,7 +76,7 @@ def test_a_kept_cell_gives_the_nodes_sphinx_gallery_makes(monkeypatch, tmp_path)
     ["code", "lexer", "page", "link target", "not documented", "code objects", "version"],
 )
 def test_a_cell_is_made_again_when_what_it_is_made_from_changed(monkeypatch, tmp_path, change):
-    made, tokenize = _counting(monkeypatch, tmp_path)
+    made, tokenize = _counting(tmp_path)
     code, lexer, code_obj = "x = torch.zeros(3)\n", "python", CODE_OBJ
     documented, docname = {"torch.zeros": "api"}, "auto/fam/plot_a"
     tokenize(code, lexer, code_obj, Resolver(documented, docname))
@@ -94,8 +100,8 @@ def test_a_cell_is_made_again_when_what_it_is_made_from_changed(monkeypatch, tmp
     assert _html(again) == _html(list(fresh))
 
 
-def test_an_unreadable_kept_cell_is_made_again(monkeypatch, tmp_path):
-    made, tokenize = _counting(monkeypatch, tmp_path)
+def test_an_unreadable_kept_cell_is_made_again(tmp_path):
+    made, tokenize = _counting(tmp_path)
     code = "x = torch.zeros(3)\n"
     tokenize(code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"}))
     (kept,) = (tmp_path / "cells").glob("*.pickle")

@@ -39,10 +39,8 @@ def _versions() -> str:
     import sphinx  # noqa: PLC0415
     import sphinx_gallery  # noqa: PLC0415
 
-    return " ".join(
-        (FORMAT, sphinx_gallery.__version__, sphinx.__version__, docutils.__version__)
-        + (pygments.__version__, sys.version)
-    )
+    versions = (sphinx_gallery, sphinx, docutils, pygments)
+    return " ".join([FORMAT, *(module.__version__ for module in versions), sys.version])
 
 
 def _links(code_obj: dict, resolver) -> str:
@@ -55,7 +53,9 @@ def _links(code_obj: dict, resolver) -> str:
         links = {}
         for name in sorted(code_obj):
             link = resolver.resolve(code_obj[name])
-            links[name] = None if link is None else [list(link["found"]), link["title"], link["classes"]]
+            links[name] = (
+                None if link is None else [list(link["found"]), link["title"], link["classes"]]
+            )
         known = resolver._effpt_links = json.dumps(links, sort_keys=True)
     return known
 
@@ -82,8 +82,8 @@ def cached(tokenize, folder: Path):
     def tokenize_and_link(code, lexer_name, code_obj, resolver):
         path = folder / f"{cell_key(code, lexer_name, code_obj, resolver)}.pickle"
         try:
-            return pickle.loads(path.read_bytes())  # noqa: S301  (written by this build's code)
-        except Exception:  # noqa: BLE001  (none yet, or unreadable: made again)
+            return pickle.loads(path.read_bytes())
+        except Exception:  # noqa: BLE001, S110  (none yet, or unreadable: made again)
             pass
         made = list(tokenize(code, lexer_name, code_obj, resolver))
         folder.mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def cached(tokenize, folder: Path):
     return tokenize_and_link
 
 
-def _install(app, config) -> None:  # noqa: ARG001  (Sphinx's signature)
+def _install(app, config) -> None:
     """config-inited: wrap sphinx-gallery's tokenizer, or say why the cells are not kept."""
     try:
         from sphinx_gallery import _doctree_links  # noqa: PLC0415
