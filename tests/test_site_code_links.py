@@ -3,6 +3,8 @@ a kept cell is used only while everything it was made from is unchanged."""
 
 from __future__ import annotations
 
+import os
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -119,3 +121,22 @@ def test_the_build_wraps_sphinx_gallerys_tokenizer_once(monkeypatch, tmp_path):
     code_links._install(app, config)
     code_links._install(app, config)  # a second build in the same process
     assert _doctree_links._tokenize_and_link.effpt_wraps is original
+
+
+def test_kept_cells_no_build_used_for_a_month_are_removed(tmp_path):
+    made, tokenize = _counting(tmp_path)
+    code = "x = torch.zeros(3)\n"
+    tokenize(code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"}))
+    (used,) = (tmp_path / "cells").glob("*.pickle")
+    stale = tmp_path / "cells" / "0123.pickle"  # a cell since edited
+    stale.write_bytes(b"")
+    month_ago = time.time() - 31 * 24 * 3600
+    for path in (used, stale):
+        os.utime(path, (month_ago, month_ago))
+    tokenize(code, "python", CODE_OBJ, Resolver({"torch.zeros": "api"}))  # read: used now
+    app = SimpleNamespace(
+        srcdir=str(tmp_path), config=SimpleNamespace(effpt_code_links_dir="cells")
+    )
+    code_links._prune(app, None)
+    assert list((tmp_path / "cells").glob("*.pickle")) == [used]
+    assert made == [code]

@@ -14,15 +14,18 @@ resolves to (the py domain's entries and the intersphinx inventories, through
 sphinx-gallery's own resolver), and the versions of sphinx-gallery, Sphinx, docutils,
 pygments and Python. The English pass writes them; the Chinese pass, and any later
 build, reads them, so an edit to a cell, a page moved, a name documented elsewhere or
-an upgrade makes the nodes again. A file that cannot be read is made again.
+an upgrade makes the nodes again. A file that cannot be read is made again; one that
+no build read for 30 days is removed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import pickle
 import sys
+import time
 from pathlib import Path
 
 from sphinx.util import logging
@@ -82,9 +85,12 @@ def cached(tokenize, folder: Path):
     def tokenize_and_link(code, lexer_name, code_obj, resolver):
         path = folder / f"{cell_key(code, lexer_name, code_obj, resolver)}.pickle"
         try:
-            return pickle.loads(path.read_bytes())
+            kept = pickle.loads(path.read_bytes())
         except Exception:  # noqa: BLE001, S110  (none yet, or unreadable: made again)
             pass
+        else:
+            os.utime(path)  # used by this build (see _prune)
+            return kept
         made = list(tokenize(code, lexer_name, code_obj, resolver))
         folder.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".tmp")
@@ -112,7 +118,24 @@ def _install(app, config) -> None:
     _doctree_links._tokenize_and_link = cached(tokenize, folder)
 
 
+#: A kept cell that no build read for this long is removed (its cell was edited, its
+#: page removed or renamed).
+UNUSED_DAYS = 30
+
+
+def _prune(app, exception) -> None:
+    """build-finished: remove the kept cells no build has read for :data:`UNUSED_DAYS` days."""
+    folder = Path(app.srcdir) / app.config.effpt_code_links_dir
+    if exception is not None or not folder.is_dir():
+        return
+    oldest = time.time() - UNUSED_DAYS * 24 * 3600
+    for path in folder.glob("*.pickle"):
+        if path.stat().st_mtime < oldest:
+            path.unlink()
+
+
 def setup(app) -> None:
     # Relative to the source folder: shared by the English and the Chinese output.
     app.add_config_value("effpt_code_links_dir", "_build/effpt-code-links", "")
     app.connect("config-inited", _install)
+    app.connect("build-finished", _prune)
