@@ -351,8 +351,8 @@ def docs(session: nox.Session) -> None:
     english_only = "--english-only" in args
     if english_only:
         args.remove("--english-only")
-    sphinx = ["sphinx-build", "-b", "html", "-W", "--keep-going", "-n"]
-    session.run(*sphinx, "-j", "1", *extra, *args, str(DOCS), str(BUILD / "html"), env=RUN_ENV)
+    sphinx = ["sphinx-build", "-b", "html", "-W", "--keep-going", "-n", "-j", "1"]
+    session.run(*sphinx, *extra, *args, str(DOCS), str(BUILD / "html"), env=RUN_ENV)
     session.log(f"Open {BUILD / 'html' / 'index.html'} in a browser.")
     if english_only:
         return
@@ -360,13 +360,8 @@ def docs(session: nox.Session) -> None:
         session.warn("docs/locale/zh_CN does not exist: the Chinese edition is NOT built")
         return
     began = time.monotonic()
-    # The Chinese pass executes nothing, so its pages are read and written by two
-    # processes (every extension declares itself parallel-safe; effpt_site merges what
-    # its readers count); the English pass stays -j 1: it times the pages it runs.
     session.run(
         *sphinx,
-        "-j",
-        "2",
         "-D",
         "language=zh_CN",
         *extra,
