@@ -144,3 +144,16 @@ def test_the_extensions_catalogue_is_counted_from_the_passed_check_when_unchange
     counted = coverage.own_coverage(app, "zh_CN")
     assert checks == [1]
     assert counted.total == expected.total + 1
+
+
+def test_pages_counted_by_a_parallel_reader_reach_the_main_build():
+    """With ``-j 2`` Sphinx reads pages in other processes and merges their environments:
+    a page counted there must be in the main build's count, or the threshold would be
+    held to the pages the main process happened to read."""
+    main = SimpleNamespace(effpt_coverage={"a": Coverage(1, 0, 2)})
+    other = SimpleNamespace(effpt_coverage={"b": Coverage(3, 0, 4), "c": Coverage(0, 0, 1)})
+    coverage._merge_pages(None, main, {"b"}, other)
+    assert main.effpt_coverage == {"a": Coverage(1, 0, 2), "b": Coverage(3, 0, 4)}
+    fresh = SimpleNamespace()  # the main process read no translated page itself
+    coverage._merge_pages(None, fresh, {"b", "c"}, other)
+    assert fresh.effpt_coverage == {"b": Coverage(3, 0, 4), "c": Coverage(0, 0, 1)}

@@ -138,3 +138,81 @@ def test_chinese_search_splits_each_distinct_text_once(monkeypatch):
     assert [language.split(t) for t in texts] == expected
     assert language.latin_terms == reference.latin_terms
     assert cuts == ["批次大小 torch.compile", "x", "性能分析器 step_2"]  # each distinct text once
+
+
+def _cutting(monkeypatch):
+    """jieba's cut, counted: the texts a split had to cut (not taken from a record)."""
+    from sphinx.search import zh
+
+    cuts = []
+    real_cut = zh.cut_for_search
+    monkeypatch.setattr(zh, "cut_for_search", lambda text: cuts.append(text) or real_cut(text))
+    return cuts
+
+
+def test_chinese_search_reuses_the_splits_a_build_with_the_same_dictionary_recorded(
+    monkeypatch, tmp_path
+):
+    """A Chinese build made from nothing (its output and doctrees removed) splits the same
+    texts as the last one: it takes their words from the record under docs/_build, and
+    never loads jieba's dictionary when every text is there; the words and Latin terms
+    are those Sphinx's own split gives."""
+    from sphinx.search import zh
+
+    words = tmp_path / "dict.txt"
+    words.write_text("批次大小 3 n\n", encoding="utf-8")
+    record = tmp_path / "_build" / "effpt-search-splits-zh_CN.json"
+    texts = ["批次大小 torch.compile", "x", "性能分析器 step_2"]
+    reference = zh.SearchChinese({"dict": str(words)})
+    expected = [reference.split(t) for t in texts]
+
+    cuts = _cutting(monkeypatch)
+    first = i18n.chinese_search_language(record)({"dict": str(words)})
+    assert [first.split(t) for t in texts] == expected
+    first.save_splits()
+    assert cuts == texts
+
+    cuts.clear()
+    loads = []
+    monkeypatch.setattr(zh, "jieba_load_userdict", loads.append)
+    second = i18n.chinese_search_language(record)({"dict": str(words)})
+    assert [second.split(t) for t in texts] == expected
+    assert second.latin_terms == reference.latin_terms
+    assert (cuts, loads) == ([], [])  # nothing cut, no dictionary loaded
+    new_words = reference.split("新的文本")
+    cuts.clear()
+    assert second.split("新的文本") == new_words  # a new text is cut
+    assert cuts == ["新的文本"]
+
+
+@pytest.mark.parametrize("change", ["dictionary", "jieba", "record"])
+def test_chinese_search_splits_again_when_what_split_them_changed(monkeypatch, tmp_path, change):
+    """The record holds for the dictionary's bytes, jieba's and Sphinx's versions; a
+    record from another dictionary (or version), or one that cannot be read, is
+    ignored and rewritten."""
+    words = tmp_path / "dict.txt"
+    words.write_text("批次大小 3 n\n", encoding="utf-8")
+    record = tmp_path / "effpt-search-splits-zh_CN.json"
+    first = i18n.chinese_search_language(record)({"dict": str(words)})
+    first.split("批次大小")
+    first.save_splits()
+
+    if change == "dictionary":
+        words.write_text("批次 3 n\n", encoding="utf-8")
+    elif change == "jieba":
+        monkeypatch.setattr(i18n, "_jieba_version", lambda: "0.0-other")
+    else:
+        record.write_text("{not json", encoding="utf-8")
+    cuts = _cutting(monkeypatch)
+    again = i18n.chinese_search_language(record)({"dict": str(words)})
+    again.split("批次大小")
+    assert cuts == ["批次大小"]
+    again.save_splits()
+    assert "批次大小" in record.read_text(encoding="utf-8")
+
+
+def test_chinese_search_records_nothing_without_a_record_file(tmp_path):
+    language = i18n.chinese_search_language()({"dict": ""})
+    language.split("批次大小")
+    language.save_splits()  # no file named: nothing written, nothing fails
+    assert list(tmp_path.iterdir()) == []

@@ -42,6 +42,8 @@
   and ``effpt-build.json``, asked of torch only when something it depends on changed.
 * :mod:`effpt_site.related`: related pages under each gallery page; torch names to pages.
 * :mod:`effpt_site.seo`: each page's description, and the sitemap.
+* :mod:`effpt_site.code_links`: sphinx-gallery's linked code cells, made once for both
+  editions.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
 """
@@ -60,6 +62,7 @@ MODULES = (
     "before_you_start",
     "cards",
     "catalogues",
+    "code_links",
     "compat",
     "coverage",
     "decorations",

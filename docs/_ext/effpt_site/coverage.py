@@ -43,6 +43,14 @@ def _count_page(app, doctree) -> None:
     app.env.effpt_coverage[app.env.docname] = page_coverage(doctree)
 
 
+def _merge_pages(app, env, docnames, other) -> None:  # noqa: ARG001  (Sphinx's signature)
+    """env-merge-info: the counts of the pages a parallel reader (``-j N``) read."""
+    counted = getattr(other, "effpt_coverage", {})
+    if not hasattr(env, "effpt_coverage"):
+        env.effpt_coverage = {}
+    env.effpt_coverage.update({doc: counted[doc] for doc in docnames if doc in counted})
+
+
 def _forget_page(app, env, docname: str) -> None:  # noqa: ARG001  (Sphinx's signature)
     getattr(env, "effpt_coverage", {}).pop(docname, None)
 
@@ -135,5 +143,6 @@ def setup(app) -> None:
     app.add_config_value("effpt_translation_threshold", "0.95", "env", types=(float, str))
     app.connect("doctree-read", _count_page, priority=600)
     app.connect("env-purge-doc", _forget_page)
+    app.connect("env-merge-info", _merge_pages)
     app.connect("doctree-resolved", _note_stale)
     app.connect("build-finished", _report_coverage)

@@ -23,6 +23,9 @@ The catalogues' checks are in :mod:`effpt_site.catalogues`, the coverage count a
 from __future__ import annotations
 
 import gettext
+import hashlib
+import importlib.metadata
+import json
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -241,7 +244,38 @@ def _theme_messages(app) -> None:
         app.translator.add_fallback(_ThemeTranslations(language))
 
 
-def chinese_search_language():
+def _jieba_version() -> str:
+    """jieba's version ("none" where it is not installed: Sphinx then cuts nothing)."""
+    try:
+        return importlib.metadata.version("jieba")
+    except importlib.metadata.PackageNotFoundError:
+        return "none"
+
+
+def _splits_key(dictionaries: list[str]) -> str:
+    """What a recorded split depends on: jieba's and Sphinx's code, the dictionaries' bytes.
+
+    jieba's own dictionary (loaded by jieba before anything is cut) and the ones
+    Sphinx's Chinese search adds (by default the same file again) decide the words.
+    """
+    import sphinx  # noqa: PLC0415
+    from sphinx.search import zh  # noqa: PLC0415
+
+    digest = hashlib.sha256(f"{_jieba_version()} {sphinx.__version__}".encode())
+    digest.update(Path(zh.__file__).read_bytes())
+    for path in [zh.JIEBA_DEFAULT_DICT, *dictionaries]:
+        digest.update(path.encode() + b"\0")
+        digest.update(Path(path).read_bytes() if path and Path(path).is_file() else b"")
+    return digest.hexdigest()
+
+
+def splits_record(app) -> Path:
+    """Where a Chinese build records its search splits (beside the catalogues' record)."""
+    folder = Path(app.srcdir) / app.config.effpt_catalogue_record_dir
+    return folder / f"effpt-search-splits-{language_of(app)}.json"
+
+
+def chinese_search_language(record: Path | None = None):
     """Sphinx's Chinese search language, with a JavaScript stemmer that exists, made lazily.
 
     Sphinx 9.0 ends language_data.js with ``window.Stemmer = <language_name>Stemmer``,
@@ -253,14 +287,19 @@ def chinese_search_language():
     Sphinx makes the language at every HTML build, and its constructor loads jieba's
     whole dictionary (seconds), also when no page is written and nothing is split. The
     subclass runs Sphinx's constructor with that load held back, and makes it before
-    the first split: the same dictionary, the same words, and no load when no page
-    changed.
+    the first split jieba has to cut: the same dictionary, the same words, and no load
+    when no text is new.
 
     The indexer splits every text node of a page, and sphinx-gallery makes each token of
     a code cell a node of its own: a cold Chinese build split ~150,000 texts, most of
     them seen before, and jieba's cut was a third of writing the pages. The subclass
-    cuts each distinct text once per build; a text seen again gets the same words, and
-    adds its Latin terms to those the stemmer consults, as Sphinx's split does.
+    cuts each distinct text once; a text seen again gets the same words, and adds its
+    Latin terms to those the stemmer consults, as Sphinx's split does. With ``record``
+    (a JSON file under docs/_build, :func:`splits_record`), the words of every text
+    are kept across builds (:meth:`save_splits` at the end of the build), for as long as
+    jieba's and Sphinx's versions and the dictionaries' bytes are those they were cut
+    with (:func:`_splits_key`): a Chinese build made again from nothing cuts only the
+    texts that are new.
     """
     from sphinx.search import zh  # noqa: PLC0415  (needs jieba: docs only)
 
@@ -278,19 +317,38 @@ def chinese_search_language():
                 zh.jieba_load_userdict = load
             self._dictionaries = [(load, path) for path in held]
             self._splits: dict[str, tuple[list[str], list[str]]] = {}
+            self._record, self._key, self._new = record, "", False
+            if record is not None:
+                self._key = _splits_key(held)
+                try:
+                    data = json.loads(record.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    data = {}  # none or unreadable: every text is cut, the file rewritten
+                if isinstance(data, dict) and data.get("key") == self._key:
+                    self._splits = {text: tuple(v) for text, v in data["splits"].items()}
 
         def split(self, input: str) -> list[str]:  # Sphinx's signature
-            while self._dictionaries:
-                load, path = self._dictionaries.pop(0)
-                load(path)
             known = self._splits.get(input)
             if known is None:
+                while self._dictionaries:
+                    load, path = self._dictionaries.pop(0)
+                    load(path)
                 # Sphinx's own expression for the Latin terms its split records
                 latin = [term.strip() for term in self.latin1_letters.findall(input)]
                 known = self._splits[input] = (super().split(input), latin)
+                self._new = True
             else:
                 self.latin_terms.update(known[1])
             return list(known[0])
+
+        def save_splits(self) -> None:
+            """Write every text's words to the record, when this build cut a new one."""
+            if self._record is None or not self._new:
+                return
+            self._record.parent.mkdir(parents=True, exist_ok=True)
+            data = {"key": self._key, "splits": self._splits}
+            self._record.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+            self._new = False
 
     return LazySearchChinese
 
@@ -304,7 +362,14 @@ def _language_switch(app, pagename, templatename, context, doctree) -> None:  # 
 
 def _search_language(app, config) -> None:
     if (config.language or "en").startswith("zh"):
-        app.add_search_language(chinese_search_language())
+        app.add_search_language(chinese_search_language(splits_record(app)))
+
+
+def _save_splits(app, exception) -> None:
+    """build-finished: keep the search's splits for the next Chinese build."""
+    indexer = getattr(app.builder, "indexer", None)
+    if exception is None and hasattr(getattr(indexer, "lang", None), "save_splits"):
+        indexer.lang.save_splits()
 
 
 def setup(app) -> None:
@@ -312,4 +377,5 @@ def setup(app) -> None:
     app.connect("builder-inited", _theme_messages)
     app.connect("html-page-context", _language_switch)
     app.connect("config-inited", _search_language)
+    app.connect("build-finished", _save_splits)
     app.connect("doctree-read", _keep_docstrings_english, priority=400)
