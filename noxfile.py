@@ -351,8 +351,8 @@ def docs(session: nox.Session) -> None:
     english_only = "--english-only" in args
     if english_only:
         args.remove("--english-only")
-    sphinx = ["sphinx-build", "-b", "html", "-W", "--keep-going", "-n", "-j", "1"]
-    session.run(*sphinx, *extra, *args, str(DOCS), str(BUILD / "html"), env=RUN_ENV)
+    sphinx = ["sphinx-build", "-b", "html", "-W", "--keep-going", "-n"]
+    session.run(*sphinx, "-j", "1", *extra, *args, str(DOCS), str(BUILD / "html"), env=RUN_ENV)
     session.log(f"Open {BUILD / 'html' / 'index.html'} in a browser.")
     if english_only:
         return
@@ -365,7 +365,8 @@ def docs(session: nox.Session) -> None:
     # 2-core box, idle, -j 2 took 35-39 s against 50 s; with the other core busy it
     # gains nothing (the English pass stays -j 1: it times the pages it runs).
     session.run(
-        *sphinx[:-1],
+        *sphinx,
+        "-j",
         "2",
         "-D",
         "language=zh_CN",
