@@ -128,8 +128,9 @@ if __name__ == "__main__":
 # Two workers read one shuffled epoch in 16 batches, eight each. Each batch touches
 # items spread over the whole list, so after a few batches a worker has touched most of
 # its pages. The run is the same for the three layouts. Under ``spawn`` and
-# ``forkserver`` one worker reads all 16: a worker started that way unpickles a private
-# copy of the data, so a second one would repeat what the first shows.
+# ``forkserver`` one worker reads all 16: a worker started that way unpickles its own
+# copy of the list or the array (and maps the tensor's storage, which torch's pickling
+# moves to shared memory), so a second one would repeat what the first shows.
 
 
 def one_epoch(texts, workers: int = 2) -> list[dict]:
@@ -202,7 +203,8 @@ if __name__ == "__main__":
             )
     elif has_smaps:
         print(f"no copy-on-read expectation under {method}: a worker started by {method} "
-              "gets its own copy of the dataset by pickling, private from the start")  # fmt: skip
+              "unpickles its own copy of a list or an array, private from the start, "
+              "and maps a tensor's storage from shared memory")  # fmt: skip
 
 # %%
 # The list's objects each carry a reference count. Reading ``texts[i]`` adds one to the
