@@ -390,9 +390,10 @@ if __name__ == "__main__":
 
 # %%
 # With ``skip_bad=True`` it skips what it cannot read instead. The workers do the
-# skipping, in other processes; each one records what it skipped where
-# :meth:`~effpt.data.ShardStream.skipped` finds it, so the loop that consumes the loader
-# can count the losses after the epoch (each worker also warns in its own output).
+# skipping, in other processes (the loader below starts one); each one records what it
+# skipped where :meth:`~effpt.data.ShardStream.skipped` finds it, so the loop that
+# consumes the loader can count the losses after the epoch (each worker also warns in
+# its own output).
 if __name__ == "__main__":
     stream = ShardStream([cut, *shards[1:]], skip_bad=True)
     one_worker = make_loader(stream, 1, batch_size=32)  # one worker process shows it
