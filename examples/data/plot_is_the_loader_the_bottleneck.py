@@ -313,14 +313,15 @@ if __name__ == "__main__":
 # starts a new interpreter that imports torch and unpickles the dataset, which takes
 # longer. The sweep above timed the first batch of its loader with two workers, start
 # included, once, under the start method this run uses (a start costs the same whether
-# the workers then persist or not); the cell compares it with a batch read without
-# workers.
+# the workers then persist or not); the cell compares it with one step of the epoch
+# without workers, which reads, decodes and trains on one batch.
 if __name__ == "__main__":
     method = START or torch.multiprocessing.get_start_method()
     batch_s = by_name["decode, num_workers=0"].median_s / len(in_memory)
     print(f"start method {method}: first batch from two fresh workers after {start_s:.2f} s")
-    print(f"one batch without workers takes {batch_s * 1e3:.0f} ms: the first batch from "
-          f"fresh workers, start included, takes {start_s / batch_s:.1f} times as long")  # fmt: skip
+    print(f"one step without workers (a batch read, decoded and trained on) takes "
+          f"{batch_s * 1e3:.0f} ms: the first batch from fresh workers, start included, "
+          f"takes {start_s / batch_s:.1f} times as long")  # fmt: skip
 
 # %%
 # Pinned memory and ``non_blocking`` copies
