@@ -288,9 +288,9 @@ if __name__ == "__main__":
         shm = os.statvfs("/dev/shm")
         size_mb, free_mb = shm.f_blocks * shm.f_frsize / 2**20, shm.f_bavail * shm.f_frsize / 2**20
         print(f"/dev/shm: {size_mb:,.0f} MB, {free_mb:,.0f} MB free")
-        for workers in (2, 8, 16):
-            need = workers * 2 * batch_mb
-            print(f"{workers:2d} workers × 2 batches of {batch_mb:.0f} MB: {need:,.0f} MB "
+        for n in (2, 8, 16):  # not `workers`, which the cells above read
+            need = n * 2 * batch_mb
+            print(f"{n:2d} workers × 2 batches of {batch_mb:.0f} MB: {need:,.0f} MB "
                   f"({'fits' if need < free_mb else 'does not fit'})")  # fmt: skip
         print(f"Docker's default /dev/shm of 64 MB holds {int(64 // batch_mb)} such batch")
     else:
