@@ -280,9 +280,9 @@ else:
 
 # %%
 # What spinning costs is the other side: a core that a spinning thread holds is a core
-# other work does not get. Each worker below runs up to 200 steps (fewer where they
-# pass a twentieth of a second) of one addition followed by serial Python work, and
-# reports the CPU time its threads used per step. A helper
+# other work does not get. Each worker below runs up to 200 steps (at least 20, and
+# no more once they have taken a twentieth of a second) of one addition followed by
+# serial Python work, and reports the CPU time its threads used per step. A helper
 # thread that spins through the serial part adds that time to the step's CPU; one that
 # sleeps adds its wake-up, which costs system calls on both sides. How long an idle
 # thread spins before it sleeps depends on the OpenMP runtime, so either can cost more;
@@ -304,10 +304,12 @@ _ = expect(
 # %%
 # Oversubscription: several processes that each take every core
 # --------------------------------------------------------------
-# DataLoader workers, several ranks of a distributed job or a few servers on one
-# machine each start a pool of as many threads as there are cores. Two such processes
-# put twice as many threads as cores on the CPU, and a parallel region waits for
-# whichever of its threads the OS has parked.
+# A few servers on one machine, or jobs started side by side, each start a pool of as
+# many threads as there are cores. PyTorch's own launchers cap theirs: each DataLoader
+# worker calls ``torch.set_num_threads(1)``, and ``torchrun`` sets
+# ``OMP_NUM_THREADS=1`` for several processes a node unless it is already set. Two
+# uncapped processes put twice as many threads as cores on the CPU, and a parallel
+# region waits for whichever of its threads the OS has parked.
 #
 # The usual remedy is one thread per process (``OMP_NUM_THREADS=1`` when it starts,
 # :func:`torch.set_num_threads` once it runs) and, where the OS allows, pinning each
