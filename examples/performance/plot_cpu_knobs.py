@@ -204,7 +204,8 @@ def receive(worker):
 # ``"ready"`` once it has. Two workers differ only in the wait policy; a third runs
 # torch's portable kernels and starts with ``OMP_NUM_THREADS=1``. The
 # oversubscription test further down pairs the default worker with a fourth one like
-# it. Each start imports torch, seconds of CPU, so the page starts no more than these.
+# it. Each start imports torch, which takes CPU time of its own, so the page starts no
+# more than these.
 workers = {
     "default": start(),
     "PASSIVE": start(OMP_WAIT_POLICY="PASSIVE"),
