@@ -55,9 +55,12 @@ print(f"timing variables set: {timing_environment() or 'none'}")
 # %%
 # Intra-op threads, changed in the running process
 # ------------------------------------------------
-# :func:`torch.set_num_threads` resizes the intra-op pool at any time. A matrix product
-# large enough to split should finish sooner on all the threads than on one; where the
-# machine has one core, or its cores are busy with other work, it may not.
+# :func:`torch.set_num_threads` resizes the intra-op pool of the calling thread at any
+# time. PyTorch's documentation asks for the call before eager, JIT or autograd code
+# runs: threads that torch started earlier, such as autograd's per-device threads and
+# the inter-op pool's, keep the count they started with. A matrix product large enough
+# to split should finish sooner on all the threads than on one; where the machine has
+# one core, or its cores are busy with other work, it may not.
 from effpt.bench import compare
 from effpt.expect import expect
 from effpt.records import speedup
@@ -488,7 +491,8 @@ plt.show()
 # %%
 # Summary
 # -------
-# - ``torch.set_num_threads`` resizes the intra-op pool at any time; the inter-op pool
+# - ``torch.set_num_threads`` resizes the calling thread's intra-op pool at any time
+#   (call it early: threads torch started before keep their count); the inter-op pool
 #   can be sized once. ``OMP_NUM_THREADS``, ``OMP_WAIT_POLICY`` and
 #   ``ATEN_CPU_CAPABILITY`` are read when a process starts: set them before it starts.
 #
