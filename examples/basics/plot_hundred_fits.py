@@ -265,6 +265,7 @@ assert len(records) == 2 and all(r.median_s > 0 for r in records)
 # Each step is many small operations, and where other work holds the cores each one
 # on several threads can wait for them. So on a CPU the first ten steps run at this
 # machine's threads, the next ten on one, and the rest on whichever count was faster.
+# The loop's estimate keeps the thread count its step was timed at, printed with it.
 import time
 
 extra_steps = 900
@@ -299,9 +300,10 @@ if device.type == "cpu" and threads > 1:
     torch.set_num_threads(threads)
 else:
     seconds = more_steps(0, extra_steps)
+loop_threads = f" (its median step at {threads} threads)" if device.type == "cpu" else ""
 print(
     f"{extra_steps} more vmap steps took {seconds:.1f} s; "
-    f"the loop would need about {extra_steps * records[0].median_s:.0f} s"
+    f"the loop would need about {extra_steps * records[0].median_s:.0f} s{loop_threads}"
 )
 
 with torch.no_grad():

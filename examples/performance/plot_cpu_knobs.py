@@ -55,9 +55,12 @@ print(f"timing variables set: {timing_environment() or 'none'}")
 # %%
 # Intra-op threads, changed in the running process
 # ------------------------------------------------
-# :func:`torch.set_num_threads` resizes the intra-op pool at any time. A matrix product
-# large enough to split should finish sooner on all the threads than on one; where the
-# machine has one core, or its cores are busy with other work, it may not.
+# :func:`torch.set_num_threads` resizes the intra-op pool of the calling thread at any
+# time. PyTorch's documentation asks for the call before eager, JIT or autograd code
+# runs: threads that torch started earlier, such as autograd's per-device threads and
+# the inter-op pool's, keep the count they started with. A matrix product large enough
+# to split should finish sooner on all the threads than on one; where the machine has
+# one core, or its cores are busy with other work, it may not.
 from effpt.bench import compare
 from effpt.expect import expect
 from effpt.records import speedup
@@ -204,7 +207,8 @@ def receive(worker):
 # ``"ready"`` once it has. Two workers differ only in the wait policy; a third runs
 # torch's portable kernels and starts with ``OMP_NUM_THREADS=1``. The
 # oversubscription test further down pairs the default worker with a fourth one like
-# it. Each start imports torch, seconds of CPU, so the page starts no more than these.
+# it. Each start imports torch, which takes CPU time of its own, so the page starts no
+# more than these.
 workers = {
     "default": start(),
     "PASSIVE": start(OMP_WAIT_POLICY="PASSIVE"),
@@ -280,9 +284,9 @@ else:
 
 # %%
 # What spinning costs is the other side: a core that a spinning thread holds is a core
-# other work does not get. Each worker below runs up to 200 steps (fewer where they
-# pass a twentieth of a second) of one addition followed by serial Python work, and
-# reports the CPU time its threads used per step. A helper
+# other work does not get. Each worker below runs up to 200 steps (at least 20, and
+# no more once they have taken a twentieth of a second) of one addition followed by
+# serial Python work, and reports the CPU time its threads used per step. A helper
 # thread that spins through the serial part adds that time to the step's CPU; one that
 # sleeps adds its wake-up, which costs system calls on both sides. How long an idle
 # thread spins before it sleeps depends on the OpenMP runtime, so either can cost more;
@@ -304,10 +308,12 @@ _ = expect(
 # %%
 # Oversubscription: several processes that each take every core
 # --------------------------------------------------------------
-# DataLoader workers, several ranks of a distributed job or a few servers on one
-# machine each start a pool of as many threads as there are cores. Two such processes
-# put twice as many threads as cores on the CPU, and a parallel region waits for
-# whichever of its threads the OS has parked.
+# A few servers on one machine, or jobs started side by side, each start a pool of as
+# many threads as there are cores. PyTorch's own launchers cap theirs: each DataLoader
+# worker calls ``torch.set_num_threads(1)``, and ``torchrun`` sets
+# ``OMP_NUM_THREADS=1`` for several processes a node unless it is already set. Two
+# uncapped processes put twice as many threads as cores on the CPU, and a parallel
+# region waits for whichever of its threads the OS has parked.
 #
 # The usual remedy is one thread per process (``OMP_NUM_THREADS=1`` when it starts,
 # :func:`torch.set_num_threads` once it runs) and, where the OS allows, pinning each
@@ -485,7 +491,8 @@ plt.show()
 # %%
 # Summary
 # -------
-# - ``torch.set_num_threads`` resizes the intra-op pool at any time; the inter-op pool
+# - ``torch.set_num_threads`` resizes the calling thread's intra-op pool at any time
+#   (call it early: threads torch started before keep their count); the inter-op pool
 #   can be sized once. ``OMP_NUM_THREADS``, ``OMP_WAIT_POLICY`` and
 #   ``ATEN_CPU_CAPABILITY`` are read when a process starts: set them before it starts.
 #
