@@ -64,10 +64,10 @@ print("output shape:", tuple(gather_loop(data, index).shape))
 # The same loop under TorchScript
 # -------------------------------
 # The Effective PyTorch guide suggested :func:`torch.jit.script` for loops that cannot
-# be batched, and found it about 10 % faster. TorchScript is deprecated:
-# :func:`effpt.torchscript.script` calls :func:`torch.jit.script` and prints the warning
-# that says so, caught the way :doc:`/auto_examples/compilation/plot_torchscript_to_compile`
-# shows.
+# be batched, and found it about 10 % faster. TorchScript is deprecated, and recent
+# releases say so: :func:`effpt.torchscript.script` calls :func:`torch.jit.script` and
+# prints that warning (on an older release, a line saying it raised none), caught the
+# way :doc:`/auto_examples/compilation/plot_torchscript_to_compile` shows.
 from effpt.torchscript import script
 
 gather_loop_scripted = script(gather_loop)

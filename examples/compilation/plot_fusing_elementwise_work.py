@@ -237,7 +237,8 @@ with torchscript.quietly():
                 task += f", {t} thread{'s' * (t > 1)}"
             show = n == 10**5 and t == threads
             # the full budget where a verdict reads the timings, less at the largest size
-            # (a printed ratio) and least where only the figure reads them
+            # (a printed ratio) and least elsewhere (read by the figure, the bandwidth
+            # table and the copy's thread lines, none of them an expectation)
             budget = 0.5 if n in (sizes[0], 10**5) else 0.2 if n == sizes[-1] else 0.1
             for record in compare(task, timed, device=device, budget_s=budget, show=show):
                 records[record.variant, n, t] = record

@@ -214,10 +214,10 @@ assert torch.equal(loaded(example), model(example))
 # too, but it records *guards*, the assumptions the capture relied on (here, the
 # number of dimensions). When a call breaks a guard, it captures and compiles again.
 # So it is right where the trace was wrong, at the price of one compilation per new
-# case. Which call compiles again is decided by Dynamo, the capturing half of
+# case. Which call compiles again is decided here by Dynamo, the capturing half of
 # :func:`torch.compile`, whatever backend then builds the graph; so the cells below use
 # ``backend="eager"``, which runs each captured graph as plain PyTorch and builds no
-# code, and the next section times a build by Inductor, the default backend.
+# code, and the cell after the figure times a build by Inductor, the default backend.
 #
 # Below, inputs of one to three dimensions, all 2s: the first call with each new
 # number of dimensions compiles, and is timed apart from the calls after it, which
@@ -310,8 +310,8 @@ recompiled = torch.compile(square_per_dim)
 start = time.perf_counter()
 recompiled(inputs[1])
 again = time.perf_counter() - start
-print(f"1-D case, first Inductor build in this process: {format_seconds(first_build)}")
-print(f"1-D case, compiled again after the reset:       {format_seconds(again)}")
+print(f"1-D case, first Inductor build on this page: {format_seconds(first_build)}")
+print(f"1-D case, compiled again after the reset:    {format_seconds(again)}")
 expect(
     "compiling the 1-D case again after the reset is faster than the first time",
     first_build / again,
