@@ -229,3 +229,15 @@ def test_an_unchanged_page_is_not_made_into_a_notebook_again(tmp_path, monkeypat
     before_you_start.write_notebooks(app)
     assert len(made) == 3
     assert "print(3)" in (family / "plot_line.ipynb").read_text(encoding="utf-8")
+
+
+def test_only_pages_that_build_code_are_said_to_pay_for_compiling():
+    """A page whose torch.compile calls all name a capturing backend builds nothing; a page
+    that compiles in a child process it writes out as a string does."""
+    from effpt_site.before_you_start import compiles
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    assert compiles(examples / "performance" / "plot_compile_without_surprises.py")
+    assert compiles(examples / "compilation" / "plot_batch_gather.py")
+    assert not compiles(examples / "compilation" / "plot_timing_pytorch_code.py")
+    assert not compiles(examples / "debugging" / "plot_learning_rate_schedules.py")

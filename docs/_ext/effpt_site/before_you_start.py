@@ -25,6 +25,7 @@ docstring as its own quoted Markdown cell (:func:`box_markdown`).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -125,7 +126,11 @@ def run_alone_field(language: str, script: str) -> nodes.field:
 
 
 def compiles(script: Path) -> bool:
-    """Whether a gallery page calls :func:`torch.compile` (its run time is the build's share).
+    """Whether a gallery page builds code with :func:`torch.compile` (its run time is the
+    build's share): a call that names no backend or ``"inductor"``, or the bare decorator,
+    in the page or in a script the page writes out as a string (for a child process). A
+    call with another backend (``"eager"``, or a function that counts graphs) only
+    captures and builds nothing.
 
     Examples
     --------
@@ -134,8 +139,53 @@ def compiles(script: Path) -> bool:
     >>> _ = page.write_text("f = torch.compile(g)")
     >>> compiles(page), compiles(page.with_name("plot_missing.py"))
     (True, False)
+    >>> _ = page.write_text("f = torch.compile(g, backend='eager')")
+    >>> compiles(page)
+    False
+    >>> _ = page.write_text("@torch.compile\\ndef f(x):\\n    return x")
+    >>> compiles(page)
+    True
+    >>> _ = page.write_text("CHILD = 'f = torch.compile(g, backend=\\"inductor\\")'")
+    >>> compiles(page)
+    True
     """
-    return script.is_file() and "torch.compile(" in script.read_text(encoding="utf-8")
+    if not script.is_file():
+        return False
+    return _builds_code(script.read_text(encoding="utf-8"))
+
+
+def _builds_code(source: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a string that is not a script
+        return False
+    calls = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_torch_compile(node.func):
+            backend = next((k.value for k in node.keywords if k.arg == "backend"), None)
+            if backend is None or (
+                isinstance(backend, ast.Constant) and backend.value == "inductor"
+            ):
+                return True
+        elif _is_torch_compile(node) and id(node) not in calls:
+            return True  # a decorator, or passed on: the default backend
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and "torch.compile" in node.value
+            and _builds_code(node.value)
+        ):
+            return True
+    return False
+
+
+def _is_torch_compile(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "compile"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "torch"
+    )
 
 
 #: The directive and its indented options in a page's docstring (reST's explicit markup
