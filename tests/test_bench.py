@@ -372,7 +372,7 @@ def test_device_is_required(call):
 
 # -- issue 35: a contended machine cannot stretch a measurement past its budget ---------
 def slows_after(fast_calls: int, slow_s: float, fast_s: float = 0.0):
-    """A callable whose first ``fast_calls`` calls take ``fast_s``, and every later one ``slow_s``.
+    """A callable whose first ``fast_calls`` calls take ``fast_s``, every later one ``slow_s``.
 
     It stands for a thread pool that had a core while the blocks were sized and waits
     for one afterwards (the busy stand-in).

@@ -125,9 +125,10 @@ class Timing:
     """Seconds per call, one value per repeat (a block of calls between two synchronizations).
 
     ``number`` is the calls a block was planned to run. ``calls`` holds the calls each
-    block did run: fewer than ``number`` where a block stopped at :data:`BLOCK_CAP`, more
-    on a clock too coarse to see ``number`` calls; each block's seconds per call divide
-    its time by the calls it ran (``calls`` left empty: every block ran ``number``). ``cut_short`` is True when the measurement stopped at its
+    block did run: fewer than ``number`` where a block stopped at :data:`BLOCK_CAP`,
+    more on a clock too coarse to see ``number`` calls; each block's seconds per call
+    divide its time by the calls it ran (``calls`` left empty: every block ran
+    ``number``). ``cut_short`` is True when the measurement stopped at its
     :data:`CEILING` before :data:`MIN_REPEATS` repeats: its speed-ups are "(too few
     repeats)" and "inconclusive", whatever the times.
 
@@ -309,7 +310,7 @@ def _warm_up(
 def _block(
     fn: Callable[[], Any], dev: torch.device, number: int, cap_s: float = math.inf
 ) -> tuple[float, int]:
-    """Seconds per call of one block of ``number`` calls between two synchronizations, and its calls.
+    """(Seconds per call, calls) of one block of ``number`` calls between two synchronizations.
 
     The block reads the clock between calls (at most :data:`_CLOCK_READS` times) and
     ends early once it has lasted ``cap_s``, after at least one call; its seconds per
