@@ -10,6 +10,7 @@ import torch
 
 from effpt import bench
 from effpt.device import this_machine
+from effpt.records import read_records
 
 
 def test_median_and_iqr_of_known_values():
@@ -367,3 +368,108 @@ def test_device_is_required(call):
         run()
     with pytest.raises(TypeError, match=r"device= must name the device .* got None"):
         run(device=None)
+
+
+# -- issue 35: a contended machine cannot stretch a measurement past its budget ---------
+def slows_after(fast_calls: int, slow_s: float, fast_s: float = 0.0):
+    """A callable whose first ``fast_calls`` calls take ``fast_s``, every later one ``slow_s``.
+
+    It stands for a thread pool that had a core while the blocks were sized and waits
+    for one afterwards (the busy stand-in).
+    """
+    state = {"calls": 0}
+
+    def fn():
+        state["calls"] += 1
+        wait = fast_s if state["calls"] <= fast_calls else slow_s
+        if wait:
+            time.sleep(wait)
+
+    return fn
+
+
+def test_a_block_that_runs_far_past_its_length_stops_early():
+    # warm-up (1) and sizing (3) run fast; then each call sleeps 0.2 ms where it took
+    # well under a microsecond: a block sized for 1 ms would otherwise last a second.
+    fn = slows_after(4, 2e-4)
+    began = time.perf_counter()
+    timing = bench.time_callable(fn, device="cpu", repeats=2, min_block_s=0.001)
+    elapsed = time.perf_counter() - began
+    assert timing.number > 100  # sized on the fast calls
+    assert len(timing.calls) == 2
+    assert all(1 <= c < timing.number for c in timing.calls), timing.calls
+    # each block's seconds per call divide its time by the calls it actually ran
+    assert all(1.5e-4 < s < 5e-3 for s in timing.per_call), timing.per_call
+    assert elapsed < 0.3, elapsed
+
+
+def test_a_block_of_a_fixed_number_runs_every_call():
+    calls = []
+    timing = bench.time_callable(
+        lambda: calls.append(1), device="cpu", repeats=3, warmup=0, number=7
+    )
+    assert timing.calls == (7, 7, 7)
+    assert len(calls) == 21
+
+
+def test_a_measurement_past_its_ceiling_stops_and_says_it_was_cut_short():
+    # the warm-up call is instant; every timed call takes 60 ms: five would take 0.3 s
+    fn = slows_after(1, 0.06)
+    began = time.perf_counter()
+    timing = bench.time_callable(fn, device="cpu", number=1, budget_s=0.02)
+    elapsed = time.perf_counter() - began
+    assert timing.cut_short
+    assert 1 <= len(timing.per_call) < bench.MIN_REPEATS
+    assert elapsed < 0.25, elapsed
+
+
+def test_a_quiet_measurement_is_not_cut_short():
+    timing = bench.time_callable(lambda: time.sleep(0.002), device="cpu", number=1, budget_s=0.2)
+    assert not timing.cut_short
+    assert len(timing.per_call) >= bench.MIN_REPEATS
+
+
+def test_a_cut_short_measurement_is_never_read_as_a_result():
+    slow = bench.Timing((10.0, 10.1, 10.2, 10.3), 1)
+    fast = bench.Timing((5.0, 5.1, 5.2, 5.3), 1)
+    assert bench.speedup(slow, fast).verdict == "faster"  # four a side reach 95 %
+    cut = bench.Timing((5.0, 5.1, 5.2, 5.3), 1, cut_short=True)
+    for ratio in (bench.speedup(slow, cut), bench.speedup(cut, slow)):
+        assert ratio.single
+        assert ratio.verdict == "inconclusive"
+        assert "(too few repeats)" in str(ratio)
+
+
+def test_compare_cut_short_marks_its_records_and_prints_inconclusive(capsys, monkeypatch, tmp_path):
+    path = tmp_path / "records.jsonl"
+    monkeypatch.setenv(bench.RECORDS_ENV, str(path))
+    began = time.perf_counter()
+    records = bench.compare(
+        "slowed",
+        {"a": slows_after(1, 0.03), "b": slows_after(1, 0.015)},
+        device="cpu",
+        number=1,
+        budget_s=0.01,
+    )
+    elapsed = time.perf_counter() - began
+    out = capsys.readouterr().out
+    assert all(r.cut_short for r in records)
+    assert all(r.repeats < bench.MIN_REPEATS for r in records)
+    assert "inconclusive" in out
+    assert "faster" not in out
+    assert elapsed < 0.3, elapsed
+    saved = read_records(path)
+    assert [r.cut_short for r in saved] == [True, True]
+    assert saved == records
+
+
+def test_compare_records_the_calls_each_block_ran(monkeypatch, tmp_path):
+    path = tmp_path / "records.jsonl"
+    monkeypatch.setenv(bench.RECORDS_ENV, str(path))
+    (record,) = bench.compare(
+        "slowed", {"a": slows_after(4, 2e-4)}, device="cpu", repeats=2, show=False
+    )
+    assert len(record.calls) == record.repeats == 2
+    assert all(1 <= c < record.number for c in record.calls), (record.calls, record.number)
+    (saved,) = read_records(path)
+    assert saved.calls == record.calls

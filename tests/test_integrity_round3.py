@@ -312,3 +312,27 @@ def test_ratio_record_round_trip_keeps_repeats(tmp_path, monkeypatch):
     path.write_text(json.dumps({**_record(kept=True).to_dict(), "per_call_s": [1.0]}) + "\n")
     with pytest.raises(ValueError, match="holds 1 values for repeats=5"):
         read_records(path)
+
+
+@pytest.mark.parametrize(
+    ("calls", "match"),
+    [
+        ([10, 10], "holds 2 values for repeats=5"),
+        ([10, 10, 0, 10, 10], "holds 0, not a count of at least 1"),
+        ([10, 10, 2.5, 10, 10], "holds 2.5, not a count"),
+        ("10", "field 'calls' is str"),
+    ],
+)
+def test_a_record_with_bad_calls_fails_naming_the_field(tmp_path, calls, match):
+    """Issue 35: the calls each repeat ran are counts, one per repeat."""
+    path = tmp_path / "page.jsonl"
+    path.write_text(json.dumps({**_record(kept=True).to_dict(), "calls": calls}) + "\n")
+    with pytest.raises(ValueError, match=rf"page\.jsonl:1: .*{match}"):
+        read_records(path)
+
+
+def test_a_record_says_cut_short_with_a_bool(tmp_path):
+    path = tmp_path / "page.jsonl"
+    path.write_text(json.dumps({**_record(kept=True).to_dict(), "cut_short": "yes"}) + "\n")
+    with pytest.raises(ValueError, match=r"page\.jsonl:1: field 'cut_short' is str, not bool"):
+        read_records(path)

@@ -193,3 +193,13 @@ def test_the_timings_name_each_machine_once_with_its_thread_counts():
         "All timings below were taken on NVIDIA H100 80GB HBM3 · CUDA 12.8 · torch 2.13.0; "
         "x86_64 CPU (AMD EPYC) · torch 2.13.0, with 1 or 2 threads."
     )
+
+
+def test_the_repeats_column_counts_the_calls_that_ran():
+    """Issue 35: a block that stopped early ran fewer calls than planned; the table says so."""
+    full = measurements._Row(**{**GOOD, "machine": CPU})
+    assert measurements._repeats_cell(full) == "3 × 10"
+    stopped = measurements._Row(**{**GOOD, "machine": CPU, "calls": (10, 4, 10)})
+    assert measurements._repeats_cell(stopped) == "3 × 4–10"
+    every = measurements._Row(**{**GOOD, "machine": CPU, "calls": (6, 6, 6)})
+    assert measurements._repeats_cell(every) == "3 × 6"

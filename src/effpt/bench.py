@@ -47,6 +47,8 @@ from effpt.records import (
 )
 
 __all__ = [
+    "BLOCK_CAP",
+    "CEILING",
     "MAX_REPEATS",
     "MIN_REPEATS",
     "RECORDS_ENV",
@@ -70,6 +72,15 @@ __all__ = [
 MIN_REPEATS = 5
 #: Most repeats an adaptive measurement takes.
 MAX_REPEATS = 30
+#: A block whose calls were counted to last ``min_block_s`` ends once it has lasted this
+#: many times ``min_block_s`` (a pool waiting for a core can make each call 100× slower).
+BLOCK_CAP = 4
+#: An adaptive measurement ends once it has lasted this many times its budget, or this
+#: many times what :data:`MIN_REPEATS` planned blocks take, whichever is longer, even with
+#: fewer than :data:`MIN_REPEATS` repeats; it is then cut short and decides nothing.
+CEILING = 4
+#: Clock reads in one block at most: few enough to add nothing measurable to it.
+_CLOCK_READS = 64
 
 
 class VariantError(RuntimeError):
@@ -111,17 +122,37 @@ def _quartiles(values: tuple[float, ...]) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call, one value per repeat; each repeat ran ``number`` calls.
+    """Seconds per call, one value per repeat (a block of calls between two synchronizations).
+
+    ``number`` is the calls a block was planned to run. ``calls`` holds the calls each
+    block did run: fewer than ``number`` where a block stopped at :data:`BLOCK_CAP`,
+    more on a clock too coarse to see ``number`` calls; each block's seconds per call
+    divide its time by the calls it ran (``calls`` left empty: every block ran
+    ``number``). ``cut_short`` is True when the measurement stopped at its
+    :data:`CEILING` before :data:`MIN_REPEATS` repeats: its speed-ups are "(too few
+    repeats)" and "inconclusive", whatever the times.
 
     Examples
     --------
     >>> t = Timing(per_call=(1.0, 2.0, 3.0, 4.0, 5.0), number=1)
     >>> t.median, t.q1, t.q3, t.iqr, t.spread
     (3.0, 2.0, 4.0, 2.0, 0.6666666666666666)
+    >>> t.calls, t.cut_short
+    ((1, 1, 1, 1, 1), False)
     """
 
     per_call: tuple[float, ...]
     number: int
+    calls: tuple[int, ...] = ()
+    cut_short: bool = False
+
+    def __post_init__(self) -> None:
+        calls = tuple(self.calls) or (self.number,) * len(self.per_call)
+        if len(calls) != len(self.per_call):
+            msg = f"calls holds {len(calls)} counts for {len(self.per_call)} repeats"
+            raise ValueError(msg)
+        object.__setattr__(self, "per_call", tuple(self.per_call))
+        object.__setattr__(self, "calls", calls)
 
     @property
     def median(self) -> float:
@@ -181,13 +212,21 @@ def time_callable(
     """Time ``fn()`` correctly on ``device``: warm up, synchronize, repeat.
 
     Each repeat is one block of ``number`` calls between two synchronizations. When
-    ``number`` is None it is chosen so that a block lasts at least ``min_block_s``,
-    which keeps timer resolution and launch noise out of fast measurements.
+    ``number`` is None it is chosen, on the fastest of a few calls, so that a block lasts
+    at least ``min_block_s``, which keeps timer resolution and launch noise out of fast
+    measurements; such a block ends early, after the call that takes it past
+    :data:`BLOCK_CAP` times ``min_block_s`` (its calls slowed down, e.g. a thread pool
+    waiting for a core), and its seconds per call count the calls it ran (``calls``).
+    A ``number`` given runs in every block.
 
     With ``repeats=None`` the number of repeats adapts: at least :data:`MIN_REPEATS`,
     then more until the spread (IQR / median) is at most ``target_spread``, the
     measurement has lasted ``budget_s`` seconds, or :data:`MAX_REPEATS` blocks ran.
-    An integer ``repeats`` runs exactly that many blocks.
+    It never runs past :data:`CEILING` times the longer of ``budget_s`` and what
+    :data:`MIN_REPEATS` blocks were planned to take (from the warm-up): a measurement
+    that reaches it with fewer than :data:`MIN_REPEATS` repeats stops there, is
+    ``cut_short``, and every speed-up read from it is inconclusive. An integer
+    ``repeats`` runs exactly that many blocks, with no ceiling.
 
     ``device`` is required: it is the device whose queue is synchronized around each
     block, and a timing that does not say where it ran cannot be read.
@@ -199,6 +238,8 @@ def time_callable(
     (5, 10, True)
     >>> MIN_REPEATS <= len(time_callable(lambda: None, device="cpu").per_call) <= MAX_REPEATS
     True
+    >>> t.calls, t.cut_short
+    ((10, 10, 10, 10, 10), False)
     >>> time_callable(lambda: None, device="cpu", repeats=0)
     Traceback (most recent call last):
     ...
@@ -217,23 +258,42 @@ def time_callable(
         msg = f"fn must be callable, got {type(fn).__name__}"
         raise TypeError(msg)
     dev = _device("time_callable", device)
-    number = _warm_up(fn, dev, warmup, number, min_block_s)
+    plan = _warm_up(fn, dev, warmup, number, min_block_s)
     per_call: list[float] = []
+    calls: list[int] = []
     began = time.perf_counter()  # the budget counts timed blocks only, not the warm-up
-    while not _enough([per_call], repeats, began, budget_s, target_spread, number):
-        per_call.append(_block(fn, dev, number))
-    return Timing(per_call=tuple(per_call), number=number)
+    ceiling = _Ceiling(repeats, budget_s, [plan])
+    cut_short = False
+    while not _enough([per_call], repeats, began, budget_s, target_spread, plan.number):
+        if ceiling.reached(began, [per_call], [calls]):
+            cut_short = True
+            break
+        seconds, ran = _block(fn, dev, plan.number, plan.cap_s)
+        per_call.append(seconds)
+        calls.append(ran)
+    return Timing(tuple(per_call), plan.number, tuple(calls), cut_short=cut_short)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """Calls per block, the seconds a block should last (None: not known), its cap."""
+
+    number: int
+    block_s: float | None
+    cap_s: float = math.inf
 
 
 def _warm_up(
     fn: Callable[[], Any], dev: torch.device, warmup: int, number: int | None, min_block_s: float
-) -> int:
-    """Run the warm-up calls; return ``number``, choosing it when it is None."""
+) -> _Plan:
+    """Run the warm-up calls; plan the blocks, choosing ``number`` when it is None."""
+    start = time.perf_counter()
     for _ in range(warmup):
         fn()
     synchronize(dev)
-    if number is not None:
-        return number
+    if number is not None:  # the warm-up's calls (first calls included) size the plan
+        warm_s = (time.perf_counter() - start) / warmup if warmup else None
+        return _Plan(number, None if warm_s is None else number * warm_s)
     # Size blocks on the fastest of a few calls: one slow call (a page fault, another
     # process) would otherwise shrink every block to a few calls and inflate the median.
     # Callables slower than a few blocks' worth are sized on what they took.
@@ -243,26 +303,56 @@ def _warm_up(
         fn()
         synchronize(dev)
         times.append(max(time.perf_counter() - start, 1e-9))
-    return max(1, min(100_000, math.ceil(min_block_s / min(times))))
+    number = max(1, min(100_000, math.ceil(min_block_s / min(times))))
+    return _Plan(number, number * min(times), BLOCK_CAP * min_block_s)
 
 
-def _block(fn: Callable[[], Any], dev: torch.device, number: int) -> float:
-    """Seconds per call of one block of ``number`` calls between two synchronizations.
+def _block(
+    fn: Callable[[], Any], dev: torch.device, number: int, cap_s: float = math.inf
+) -> tuple[float, int]:
+    """(Seconds per call, calls) of one block of ``number`` calls between two synchronizations.
 
-    On a clock too coarse to see the block, it runs ``number`` more calls until the
-    clock moves, so that no repeat is ever timed at zero seconds.
+    The block reads the clock between calls (at most :data:`_CLOCK_READS` times) and
+    ends early once it has lasted ``cap_s``, after at least one call; its seconds per
+    call then count the calls it ran. On a clock too coarse to see the block, it runs
+    ``number`` more calls until the clock moves, so that no repeat is ever timed at zero
+    seconds.
     """
+    stride = max(1, math.ceil(number / _CLOCK_READS))
     synchronize(dev)
     start = time.perf_counter()
     calls = 0
     while True:
-        for _ in range(number):
+        run = min(stride, number - calls) if calls < number else number
+        for _ in range(run):
             fn()
-        synchronize(dev)
-        calls += number
-        elapsed = time.perf_counter() - start
-        if elapsed > 0:
-            return elapsed / calls
+        calls += run
+        if calls >= number or time.perf_counter() - start >= cap_s:
+            synchronize(dev)
+            elapsed = time.perf_counter() - start
+            if elapsed > 0:
+                return elapsed / calls, calls
+
+
+class _Ceiling:
+    """When an adaptive measurement must stop, however few repeats it has (:data:`CEILING`)."""
+
+    def __init__(self, repeats: int | None, budget_s: float, plans: list[_Plan]) -> None:
+        self.fixed = repeats is not None
+        self.budget_s = budget_s
+        self.plans = plans
+
+    def reached(self, began: float, samples: list[list[float]], calls: list[list[int]]) -> bool:
+        """Whether the blocks so far have run past the ceiling (never before one round)."""
+        if self.fixed or not all(samples) or min(map(len, samples)) >= MIN_REPEATS:
+            return False  # enough repeats: the budget, not the ceiling, ends it
+        # a plan the warm-up could not size is sized on its first block
+        planned = sum(
+            p.block_s if p.block_s is not None else s[0] * c[0]
+            for p, s, c in zip(self.plans, samples, calls, strict=True)
+        )
+        ceiling = CEILING * max(self.budget_s, MIN_REPEATS * planned)
+        return time.perf_counter() - began >= ceiling
 
 
 def _enough(
@@ -301,11 +391,17 @@ def compare(
     The variants take turns: each round times one block of every variant, so a change
     in the machine's load during the comparison falls on all of them alike, and rounds
     continue (at least :data:`MIN_REPEATS`) until every variant's spread is within
-    ``target_spread`` or ``budget_s`` per variant is spent. ``repeats`` fixes the number
-    of rounds instead. ``baseline`` names the variant the others are compared with
-    (default: the first). With fewer than four repeats no interval reaches 95 %:
-    every speed-up prints as "(too few repeats)" and "inconclusive". Each record keeps
-    the seconds per call of every repeat, which its speed-ups' intervals are drawn from.
+    ``target_spread`` or ``budget_s`` per variant is spent. Blocks are sized and capped
+    as in :func:`time_callable`, and the rounds stop at :data:`CEILING` times the
+    longer of the budget and what :data:`MIN_REPEATS` planned rounds take: a comparison
+    stopped there with fewer than :data:`MIN_REPEATS` rounds is cut short (each
+    record's ``cut_short``), and its speed-ups print "(too few repeats)" and
+    "inconclusive". ``repeats`` fixes the number of rounds instead (no ceiling).
+    ``baseline`` names the variant the others are compared with (default: the first).
+    With fewer than four repeats no interval reaches 95 %: every speed-up prints as
+    "(too few repeats)" and "inconclusive". Each record keeps the seconds per call of
+    every repeat, which its speed-ups' intervals are drawn from, and the calls each
+    repeat ran.
     Arguments are checked before anything runs; a variant that raises stops the
     comparison with a :class:`VariantError` naming it. Records are appended to the file
     named by ``$EFFPT_RECORDS_FILE`` when it is set (the site's build sets it).
@@ -357,23 +453,34 @@ def compare(
     dev = _device("compare", device)
     machine = this_machine(dev)
     names = list(variants)
-    numbers, samples = {}, {name: [] for name in names}
+    plans: dict[str, _Plan] = {}
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    calls: dict[str, list[int]] = {name: [] for name in names}
+    cut_short = False
     try:
         for name in names:
-            numbers[name] = _warm_up(variants[name], dev, warmup, number, 0.02)
+            plans[name] = _warm_up(variants[name], dev, warmup, number, 0.02)
         began = time.perf_counter()
         # Round robin: one block of each variant per round, so that a change in the
         # machine's load during the comparison hits every variant alike.
         budget = budget_s * len(names)
+        ceiling = _Ceiling(repeats, budget, [plans[n] for n in names])
         while not _enough(list(samples.values()), repeats, began, budget, target_spread):
+            if ceiling.reached(began, list(samples.values()), list(calls.values())):
+                cut_short = True
+                break
             for name in names:
-                samples[name].append(_block(variants[name], dev, numbers[name]))
+                seconds, ran = _block(variants[name], dev, plans[name].number, plans[name].cap_s)
+                samples[name].append(seconds)
+                calls[name].append(ran)
     except Exception as exc:
         msg = f"variant {name!r} of task {task!r} raised {type(exc).__name__}: {exc}"
         raise VariantError(msg) from exc
     records = []
     for name in names:
-        timing = Timing(per_call=tuple(samples[name]), number=numbers[name])
+        timing = Timing(
+            tuple(samples[name]), plans[name].number, tuple(calls[name]), cut_short=cut_short
+        )
         records.append(
             Record(
                 task=task,
@@ -387,6 +494,8 @@ def compare(
                 baseline=baseline,
                 machine=machine,
                 per_call_s=timing.per_call,
+                calls=timing.calls,
+                cut_short=timing.cut_short,
             )
         )
     if show:

@@ -53,7 +53,12 @@ class Record:
     ``machine`` is the :class:`effpt.machine.Machine` it ran on; in JSON, its fields.
     ``per_call_s`` holds the seconds per call of every repeat, which the confidence
     interval of a speed-up needs; a record written before records kept them has none,
-    and its speed-ups print "(too few repeats)".
+    and its speed-ups print "(too few repeats)". ``number`` is the calls a repeat was
+    planned to run and ``calls`` the calls each repeat ran: fewer where a block that ran
+    far past its planned length stopped early, more on a clock too coarse to see
+    ``number`` calls (empty in a record that did not keep them).
+    ``cut_short`` is True when the measurement stopped at its ceiling with too few
+    repeats (see :func:`effpt.bench.compare`): its speed-ups are inconclusive.
     """
 
     task: str
@@ -67,12 +72,15 @@ class Record:
     baseline: str
     machine: Machine
     per_call_s: tuple[float, ...] = ()
+    calls: tuple[int, ...] = ()
+    cut_short: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.machine, Machine):
             msg = f"machine must be an effpt.machine.Machine, got {type(self.machine).__name__}"
             raise TypeError(msg)
         object.__setattr__(self, "per_call_s", tuple(self.per_call_s))
+        object.__setattr__(self, "calls", tuple(self.calls))
 
     def to_dict(self) -> dict[str, Any]:
         """The record as a JSON-ready dict, its machine as the machine's fields."""
@@ -80,6 +88,7 @@ class Record:
             **asdict(self),
             "machine": self.machine.to_dict(),
             "per_call_s": list(self.per_call_s),
+            "calls": list(self.calls),
         }
 
     @classmethod
@@ -222,8 +231,11 @@ class Ratio:
 def _samples_of(x: Any) -> tuple[float, tuple[float, ...]]:
     """(median, per-call seconds of every repeat) of a Record or a Timing.
 
-    The repeats are empty for a record that did not keep them.
+    The repeats are empty for a record that did not keep them, and for a measurement
+    cut short: no interval is drawn from either.
     """
+    if getattr(x, "cut_short", False):
+        return (x.median_s if isinstance(x, Record) else float(x.median)), ()
     if isinstance(x, Record):
         return x.median_s, x.per_call_s
     try:
@@ -245,8 +257,8 @@ def speedup(slow: Any, fast: Any) -> Ratio:
     interval of the speed-up from the ranks of all ratios of a slow repeat to a fast
     one, widened if need be to hold the value: it assumes nothing about how the times
     are distributed. Where no interval reaches 95 % (fewer than four repeats a side,
-    or a record without its repeats) the Ratio is ``single`` and its verdict
-    "inconclusive".
+    a record without its repeats, or a measurement cut short at its ceiling) the Ratio
+    is ``single`` and its verdict "inconclusive".
 
     Examples
     --------
@@ -260,6 +272,8 @@ def speedup(slow: Any, fast: Any) -> Ratio:
     'inconclusive'
     >>> speedup(Timing((9.0, 10.0, 11.0), 1), Timing((4.0, 5.0, 6.0), 1)).single
     True
+    >>> speedup(slow, Timing(fast.per_call, 1, cut_short=True)).verdict
+    'inconclusive'
     >>> speedup(slow, "fast")
     Traceback (most recent call last):
     ...
@@ -372,7 +386,8 @@ def _checked_record(data: object) -> Record:
         msg = f"a record must be a JSON object, got {type(data).__name__}"
         raise TypeError(msg)
     kinds = {f.name: f.type for f in fields(Record)}
-    optional = {"per_call_s"}  # records written before they kept their repeats lack it
+    # records written before they kept their repeats (or their calls) lack these
+    optional = {"per_call_s", "calls", "cut_short"}
     missing = sorted(kinds.keys() - optional - data.keys())
     extra = sorted(data.keys() - kinds.keys())
     if missing or extra:
@@ -384,7 +399,7 @@ def _checked_record(data: object) -> Record:
         msg = f"field 'machine': {exc}"
         raise type(exc)(msg) from None
     for name, kind in kinds.items():
-        if name in ("machine", "per_call_s"):
+        if name in ("machine", "per_call_s", "calls", "cut_short"):
             continue
         wanted = (int, float) if kind == "float" else {"int": int, "str": str}[kind]
         if not isinstance(data[name], wanted) or isinstance(data[name], bool):
@@ -408,7 +423,30 @@ def _checked_record(data: object) -> Record:
             msg = f"{name}={data[name]!r} is not a count of at least 1"
             raise ValueError(msg)
     per_call = _checked_repeats(data.get("per_call_s", []), data["repeats"])
-    return Record(**{**data, "machine": machine, "per_call_s": per_call})
+    calls = _checked_calls(data.get("calls", []), data["repeats"])
+    cut_short = data.get("cut_short", False)
+    if not isinstance(cut_short, bool):
+        msg = f"field 'cut_short' is {type(cut_short).__name__}, not bool"
+        raise TypeError(msg)
+    return Record(**{**data, "machine": machine, "per_call_s": per_call, "calls": calls})
+
+
+def _checked_calls(calls: object, repeats: int) -> tuple[int, ...]:
+    """The calls each repeat of a record ran: counts of at least 1, one per repeat (or none)."""
+    if not isinstance(calls, list):
+        msg = f"field 'calls' is {type(calls).__name__}, not a list of counts"
+        raise TypeError(msg)
+    if calls and len(calls) != repeats:
+        msg = f"field 'calls' holds {len(calls)} values for repeats={repeats}"
+        raise ValueError(msg)
+    for value in calls:
+        if isinstance(value, bool) or not isinstance(value, int):
+            msg = f"field 'calls' holds {value!r}, not a count"
+            raise TypeError(msg)
+        if value < 1:
+            msg = f"field 'calls' holds {value!r}, not a count of at least 1"
+            raise ValueError(msg)
+    return tuple(calls)
 
 
 def _checked_repeats(per_call: object, repeats: int) -> tuple[float, ...]:

@@ -134,6 +134,13 @@ def claim_lines(app, language: str = "en") -> list[str]:
     return lines
 
 
+def _repeats_cell(row: Record) -> str:
+    """Repeats × the calls each ran: a range where blocks that ran long stopped early."""
+    calls = row.calls or (row.number,)
+    low, high = min(calls), max(calls)
+    return f"{row.repeats} × {low}" if low == high else f"{row.repeats} × {low}–{high}"
+
+
 def _machines_line(rows: list[_Row], t) -> str:
     """The machines behind the timings, each named once with the thread counts it ran on."""
     threads: dict[str, list[int]] = {}
@@ -201,7 +208,7 @@ class MeasurementsDirective(SphinxDirective):
                 f"     - ``{row.variant}``",
                 f"     - {format_seconds(row.median_s)}",
                 f"     - {format_seconds(row.iqr_s)}",
-                f"     - {row.repeats} × {row.number}",
+                f"     - {_repeats_cell(row)}",
             ]
         if not rows:
             lines = [f"*{t('No page of this build recorded a measurement.')}*"]
