@@ -56,3 +56,85 @@ def test_the_debug_message_is_the_same_text_when_shown(installed, caplog):
 def test_installing_twice_wraps_once(installed):
     message_parsing.install_lazy_node_xml()
     assert sphinx_nodes.repr_domxml is installed
+
+
+SAMPLES = [
+    "A paragraph with ``code``, *emphasis* and a `link <https://example.org>`_.",
+    "Title\n=====\n\nText.\n\nSub\n---\n\n- one\n- two\n\n  - nested *x*\n\n#. auto\n#. again\n",
+    "3. three\n4. four\n\nterm\n   definition\n\n:field: value\n\n| line\n| block\n",
+    ".. note::\n\n   Inside a directive:\n\n   1. a\n   2. b\n\n.. _target:\n\nText_ and target_.\n",
+    "Broken ``literal and *emphasis\n\n   Unexpected indent.\n",
+    "+---+---+\n| a | b |\n+---+---+\n\n.. [1] A footnote [1]_.\n\nTitle\n=====\n",
+]
+
+
+def parse(text: str):
+    from docutils.core import publish_doctree
+
+    settings = {"report_level": 5, "halt_level": 5, "warning_stream": False}
+    return publish_doctree(text, settings_overrides=settings).pformat()
+
+
+@pytest.fixture
+def pooled(monkeypatch):
+    from docutils.parsers.rst import states
+
+    machine = states.RSTStateMachine
+    saved = {name: machine.__dict__.get(name) for name in ("__new__", "__init__", "run")}
+    monkeypatch.setattr(message_parsing, "_POOL", {})
+    message_parsing.install_state_machine_pool()
+    yield machine
+    for name, value in saved.items():
+        if value is None:
+            delattr(machine, name)
+        else:
+            setattr(machine, name, value)
+
+
+def test_a_parser_takes_a_state_machine_that_a_finished_parse_left(pooled, monkeypatch):
+    made = []
+    real = message_parsing.REAL_INIT
+    monkeypatch.setattr(
+        message_parsing, "REAL_INIT", lambda self, *a, **k: made.append(type(self)) or real(self, *a, **k)
+    )
+    for text in SAMPLES:
+        parse(text)
+    assert made.count(pooled) == 1
+    # docutils still makes its nested machines as it did (those its states cache are
+    # kept with the machine): a second round makes no more of them than the first.
+    first = len(made)
+    for text in SAMPLES:
+        parse(text)
+    assert made.count(pooled) == 1
+    assert len(made) - first <= first - 1
+
+
+def test_a_reused_state_machine_parses_as_a_new_one(pooled, monkeypatch):
+    reused = [parse(text) for text in SAMPLES * 2]
+    monkeypatch.setattr(message_parsing, "_POOL", {})
+    for text, tree in zip(SAMPLES * 2, reused, strict=True):
+        message_parsing._POOL.clear()
+        assert parse(text) == tree
+
+
+def test_a_parse_inside_a_parse_gets_its_own_state_machine(pooled):
+    # A directive that parses a document of its own while the outer parse runs.
+    from docutils.parsers.rst import Directive, directives, nodes as _nodes  # noqa: F401
+
+    inner = []
+
+    class Inner(Directive):
+        has_content = True
+
+        def run(self):
+            inner.append(parse("\n".join(self.content)))
+            return []
+
+    directives.register_directive("effpt-inner", Inner)
+    text = "Before.\n\n.. effpt-inner::\n\n   - item *x*\n\nAfter *y*.\n"
+    try:
+        first, again = parse(text), parse(text)
+    finally:
+        directives._directives.pop("effpt-inner", None)
+    assert first == again and "After" in first
+    assert inner[0] == inner[1] and "<bullet_list" in inner[0]
