@@ -29,12 +29,13 @@ def skipped_node():
     return nodes.paragraph("", "", nodes.Text("built in " * 20))
 
 
-def test_a_skipped_node_is_not_rendered_when_its_debug_message_is_not_shown(
-    installed, monkeypatch
-):
+@pytest.mark.usefixtures("installed")
+def test_a_skipped_node_is_not_rendered_when_its_debug_message_is_not_shown(monkeypatch):
     rendered = []
     real = nodes.Node.asdom
-    monkeypatch.setattr(nodes.Node, "asdom", lambda self, *a: rendered.append(self) or real(self, *a))
+    monkeypatch.setattr(
+        nodes.Node, "asdom", lambda self, *a: rendered.append(self) or real(self, *a)
+    )
     assert not sphinx_nodes.is_translatable(skipped_node())
     assert rendered == []
 
@@ -44,7 +45,8 @@ def test_the_debug_message_is_the_same_text_when_shown(installed, caplog):
     expected = message_parsing.EAGER_REPR_DOMXML(node)
     lazy = installed(node)
     assert str(lazy) == expected
-    assert f"{lazy}" == expected and "%s" % lazy == expected
+    assert f"{lazy}" == expected
+    assert "%s" % lazy == expected  # noqa: UP031  (how logging formats it)
     assert installed(node, 0) == message_parsing.EAGER_REPR_DOMXML(node, 0)
     # A record sent from a parallel reader to the main process carries the text.
     assert pickle.loads(pickle.dumps(lazy)) == expected
@@ -95,7 +97,9 @@ def test_a_parser_takes_a_state_machine_that_a_finished_parse_left(pooled, monke
     made = []
     real = message_parsing.REAL_INIT
     monkeypatch.setattr(
-        message_parsing, "REAL_INIT", lambda self, *a, **k: made.append(type(self)) or real(self, *a, **k)
+        message_parsing,
+        "REAL_INIT",
+        lambda self, *a, **k: made.append(type(self)) or real(self, *a, **k),
     )
     for text in SAMPLES:
         parse(text)
@@ -109,7 +113,8 @@ def test_a_parser_takes_a_state_machine_that_a_finished_parse_left(pooled, monke
     assert len(made) - first <= first - 1
 
 
-def test_a_reused_state_machine_parses_as_a_new_one(pooled, monkeypatch):
+@pytest.mark.usefixtures("pooled")
+def test_a_reused_state_machine_parses_as_a_new_one(monkeypatch):
     reused = [parse(text) for text in SAMPLES * 2]
     monkeypatch.setattr(message_parsing, "_POOL", {})
     for text, tree in zip(SAMPLES * 2, reused, strict=True):
@@ -117,9 +122,10 @@ def test_a_reused_state_machine_parses_as_a_new_one(pooled, monkeypatch):
         assert parse(text) == tree
 
 
-def test_a_parse_inside_a_parse_gets_its_own_state_machine(pooled):
+@pytest.mark.usefixtures("pooled")
+def test_a_parse_inside_a_parse_gets_its_own_state_machine():
     # A directive that parses a document of its own while the outer parse runs.
-    from docutils.parsers.rst import Directive, directives, nodes as _nodes  # noqa: F401
+    from docutils.parsers.rst import Directive, directives
 
     inner = []
 
@@ -136,5 +142,7 @@ def test_a_parse_inside_a_parse_gets_its_own_state_machine(pooled):
         first, again = parse(text), parse(text)
     finally:
         directives._directives.pop("effpt-inner", None)
-    assert first == again and "After" in first
-    assert inner[0] == inner[1] and "<bullet_list" in inner[0]
+    assert first == again
+    assert "After" in first
+    assert inner[0] == inner[1]
+    assert "<bullet_list" in inner[0]

@@ -32,9 +32,7 @@ from docutils.parsers.rst import states
 from sphinx.util import nodes as sphinx_nodes
 
 #: Sphinx's own function, which renders at once.
-EAGER_REPR_DOMXML = getattr(
-    sphinx_nodes.repr_domxml, "effpt_wraps", sphinx_nodes.repr_domxml
-)
+EAGER_REPR_DOMXML = getattr(sphinx_nodes.repr_domxml, "effpt_wraps", sphinx_nodes.repr_domxml)
 
 
 class LazyNodeXml:
