@@ -82,8 +82,8 @@ _POOL: dict[tuple, list] = {}
 
 _MACHINE = states.RSTStateMachine
 #: docutils' own constructor and ``run``.
-REAL_INIT = _MACHINE.__init__
-REAL_RUN = _MACHINE.run
+REAL_INIT = getattr(_MACHINE.__init__, "effpt_wraps", _MACHINE.__init__)
+REAL_RUN = getattr(_MACHINE.run, "effpt_wraps", _MACHINE.run)
 
 
 def _pool_key(state_classes, initial_state, debug=False) -> tuple:
@@ -118,9 +118,13 @@ def _pooled_run(self, *args, **kwargs) -> None:
         _POOL.setdefault(key, []).append(self)
 
 
+_pooled_init.effpt_wraps = REAL_INIT
+_pooled_run.effpt_wraps = REAL_RUN
+
+
 def install_state_machine_pool(*_args) -> None:
     """Keep finished top-level state machines for the next parse (once)."""
-    if _MACHINE.__dict__.get("run") is _pooled_run:
+    if getattr(_MACHINE.run, "effpt_wraps", None) is not None:
         return
     _MACHINE.__new__ = _pooled_new
     _MACHINE.__init__ = _pooled_init
