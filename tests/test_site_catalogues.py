@@ -162,3 +162,24 @@ def test_a_translated_build_made_from_nothing_finds_the_record_of_an_earlier_one
     write_po(tmp_path, "plot_a.po", GOOD + "\n")
     catalogues._check_catalogues(app("fresh/.doctrees"))
     assert counted == ["plot_a.po", "plot_a.po"]
+
+
+def test_the_english_is_parsed_only_when_its_translation_reports_a_problem(tmp_path, monkeypatch):
+    # A translation docutils parses cleanly adds no problem whatever its English reports,
+    # so the English is parsed only to tell a new problem from one it already had.
+    parsed = []
+    real = catalogues.rst_problems
+
+    def counting(text):
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(catalogues, "rst_problems", counting)
+    catalogues.check_catalogue(write_po(tmp_path, "good.po", GOOD))
+    assert parsed == ["用 :func:`torch.sum`。"]
+    # The same problem in the English and the translation passes; a new one still fails.
+    same = 'msgid "Read ``x`` *here."\nmsgstr "读取 ``x`` *这里。"\n'
+    catalogues.check_catalogue(write_po(tmp_path, "same.po", same))
+    assert parsed[-2:] == ["读取 ``x`` *这里。", "Read ``x`` *here."]
+    with pytest.raises(ExtensionError, match="not valid reST"):
+        catalogues.check_catalogue(write_po(tmp_path, "broken.po", BROKEN))

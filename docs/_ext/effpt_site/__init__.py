@@ -44,6 +44,8 @@
 * :mod:`effpt_site.seo`: each page's description, and the sitemap.
 * :mod:`effpt_site.code_links`: sphinx-gallery's linked code cells, made once for both
   editions.
+* :mod:`effpt_site.message_parsing`: the translation transform's debug texts, rendered
+  only when shown.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
 """
@@ -72,6 +74,7 @@ MODULES = (
     "i18n",
     "images",
     "measurements",
+    "message_parsing",
     "messages",
     "packages",
     "page_checks",

@@ -12,13 +12,19 @@ small PNGs, and resampling blurs them.) Every picture states its width and heigh
 
 The landing page's cards and sphinx-gallery's own gallery pages show thumbnails 160
 CSS pixels wide; they are offered at 160, 320 and 400 pixels (sphinx-gallery's file).
+The resized files are the same in both editions: the first edition built keeps each
+under docs/_build/effpt-resized, named by the hash of what it is made from, and the
+other copies it (:func:`resized`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import os
 import re
+import shutil
+import time
 from pathlib import Path
 
 from docutils import nodes
@@ -29,18 +35,52 @@ ARTICLE_PX = 880
 GUTTER_PX = 32
 
 
-def resized(source: Path, target: Path, width: int) -> tuple[int, int]:
-    """Write ``source`` scaled to ``width`` pixels wide at ``target`` (once); its size."""
+def _resized_key(source: bytes, width: int) -> str:
+    """The hash of what a resized file is made from: the picture's bytes, the width, this
+    module's code and Pillow's version."""
+    import PIL  # noqa: PLC0415
+
+    digest = hashlib.sha256(f"{width} {PIL.__version__}\0".encode())
+    digest.update(Path(__file__).read_bytes())
+    digest.update(source)
+    return digest.hexdigest()
+
+
+def resized(source: Path, target: Path, width: int, shared: Path | None = None) -> tuple[int, int]:
+    """Write ``source`` scaled to ``width`` pixels wide at ``target`` (once); its size.
+
+    With ``shared`` (a folder under docs/_build, ``effpt_resized_dir``), the file is also
+    kept there under the hash of what it is made from (:func:`_resized_key`): the other
+    edition, which shows the same thumbnails, copies it instead of resizing again, and a
+    picture with other pixels, another width or other code is made anew.
+    """
     from PIL import Image  # noqa: PLC0415  (docs-only dependency)
 
     if target.is_file() and target.stat().st_mtime >= source.stat().st_mtime:
         with Image.open(target) as done:
             return done.size
+    target.parent.mkdir(parents=True, exist_ok=True)
+    kept = None
+    if shared is not None:
+        kept = shared / f"{_resized_key(source.read_bytes(), width)}{target.suffix}"
+        try:
+            with Image.open(kept) as done:
+                size = done.size
+        except (OSError, ValueError):
+            pass  # none yet, or unreadable: made again
+        else:
+            shutil.copyfile(kept, target)
+            os.utime(kept)  # used by this build (see _prune_resized)
+            return size
     with Image.open(source) as image:
         height = round(image.height * width / image.width)
         small = image.resize((width, height), Image.Resampling.LANCZOS)
-    target.parent.mkdir(parents=True, exist_ok=True)
     small.save(target, optimize=True)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        partial = kept.with_suffix(".tmp")
+        shutil.copyfile(target, partial)
+        partial.replace(kept)
     return small.size
 
 
@@ -147,7 +187,8 @@ def visit_card_picture_html(self, node) -> None:
         width = shown * density
         if width < full_width:
             name = f"{source.stem}_{width}w{source.suffix}"
-            resized(source, imagedir / name, width)
+            shared = Path(self.builder.srcdir) / self.builder.config.effpt_resized_dir
+            resized(source, imagedir / name, width, shared)
             candidates.append((prefix + name, width))
     tag = img_tag(
         candidates,
@@ -195,6 +236,21 @@ def _skip(self, node) -> None:  # noqa: ARG001
     raise nodes.SkipNode
 
 
+#: A kept resized file that no build used for this long is removed (its picture changed).
+UNUSED_DAYS = 30
+
+
+def _prune_resized(app, exception) -> None:
+    """build-finished: remove the kept files no build has used for :data:`UNUSED_DAYS` days."""
+    folder = Path(app.srcdir) / app.config.effpt_resized_dir
+    if exception is not None or not folder.is_dir():
+        return
+    oldest = time.time() - UNUSED_DAYS * 24 * 3600
+    for path in folder.iterdir():
+        if path.stat().st_mtime < oldest:
+            path.unlink()
+
+
 def setup(app) -> None:
     from sphinx_gallery.directives import (  # noqa: PLC0415
         depart_imgsg_latex,
@@ -217,3 +273,6 @@ def setup(app) -> None:
         texinfo=(_skip, None),
     )
     app.connect("doctree-read", thumbnails_by_width)
+    # Relative to the source folder: shared by the English and the Chinese output.
+    app.add_config_value("effpt_resized_dir", "_build/effpt-resized", "")
+    app.connect("build-finished", _prune_resized)
