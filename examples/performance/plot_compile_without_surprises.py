@@ -402,17 +402,16 @@ assert captured["whole, depth 6"] == [6 * per_block[0]], captured
 # ----------------------------------
 # Now the real compiler. The first call of a function compiled with Inductor captures
 # it, generates and builds code (C++ on a CPU, Triton kernels on a CUDA GPU) and runs
-# it; later calls only check guards and run. To time a first compilation, the function
-# runs in a fresh Python process that points Inductor at an empty cache folder of its
-# own (``TORCHINDUCTOR_CACHE_DIR``). One step stays off the clock: on a CPU, before its
-# first build, Inductor checks which vector instructions the C++ compiler can build and
-# load, a few small builds that a cache folder pays once, not once per function. The
-# process runs that check first (``pick_vec_isa``, a private helper) against its usual
-# folder, where an earlier compilation has usually left it, then switches folders. It
-# times its first call, then its later calls and the eager function with
-# :func:`effpt.bench.time_callable` (how: :doc:`/explanations/timing`), and prints JSON.
-# The function is the tanh approximation of GELU: eight elementwise operations that
+# it; later calls only check guards and run. To time a first compilation, a fresh
+# Python process points Inductor at an empty cache folder (``TORCHINDUCTOR_CACHE_DIR``).
+# It times its first call, later calls and the eager function with
+# :func:`effpt.bench.time_callable` (how: :doc:`/explanations/timing`) and prints JSON.
+# The function, GELU's tanh approximation, is eight elementwise operations that
 # Inductor can fuse into one pass.
+#
+# On a CPU, the process first runs Inductor's check of the vector instructions the
+# compiler can build (``pick_vec_isa``, private) against its usual folder: a few small
+# builds that a folder pays once, not each function, so they stay off the clock.
 import json
 import os
 import subprocess
@@ -520,16 +519,18 @@ if __name__ == "__main__":
 # --------------------------
 # Inductor writes what it generates and builds into its cache folder: compiled graphs
 # (its FX graph cache and AOTAutograd's cache) and kernels. A second process pointed at
-# the same folder still runs Dynamo and checks guards, but finds the rest on disk. This
-# page's own process, which has not compiled the GELU, is that second process: after
-# the same vector-instruction check, it points Inductor at the folder for this one
-# compilation and counts the FX graph cache's hits. In a docs build that runs many pages
-# in one process, Inductor's own modules are loaded already, which makes this first call
-# cheaper than in a new process. PyTorch's compile-time caching recipes
-# describe these caches and :func:`torch.compiler.save_cache_artifacts` (torch 2.7 and later), which packs the
+# the same folder still runs Dynamo and checks guards, but finds the rest on disk.
+# PyTorch's compile-time caching recipes describe these caches and
+# :func:`torch.compiler.save_cache_artifacts` (torch 2.7 and later), which packs the
 # entries a process made into bytes that :func:`torch.compiler.load_cache_artifacts`
-# loads elsewhere. How much the folder saves depends on what the first compilation
-# spent building; the expectation compares the two first calls.
+# loads elsewhere.
+#
+# Here the second process is this page's own, which has not compiled the GELU: after
+# the same check, it points Inductor at the folder for one compilation and counts the
+# FX graph cache's hits. (A docs build that runs many pages in one process has
+# Inductor's modules loaded already, which makes that call cheaper.) How much the
+# folder saves depends on what the first compilation spent building; the expectation
+# compares the two first calls.
 import shutil
 
 from torch._inductor.cpu_vec_isa import pick_vec_isa
