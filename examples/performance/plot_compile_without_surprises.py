@@ -432,6 +432,7 @@ def gelu(x):  # eight elementwise operations
 
 
 torch.manual_seed(0)
+torch.set_float32_matmul_precision("highest")  # the default, set: the cache key reads it
 device = pick_device()
 if device.type == "cpu":
     pick_vec_isa()  # the vector-instruction check, in the usual cache folder
@@ -527,10 +528,12 @@ if __name__ == "__main__":
 #
 # Here the second process is this page's own, which has not compiled the GELU: after
 # the same check, it points Inductor at the folder for one compilation and counts the
-# FX graph cache's hits. (A docs build that runs many pages in one process has
-# Inductor's modules loaded already, which makes that call cheaper.) How much the
-# folder saves depends on what the first compilation spent building; the expectation
-# compares the two first calls.
+# FX graph cache's hits. The cache's key includes global settings: both processes set
+# the float32 matmul precision to ``"highest"``, the default, since one that set it
+# (as this site's build does for every page) and one that did not would miss. (A docs
+# build that runs many pages in one process has Inductor's modules loaded already,
+# which makes that call cheaper.) How much the folder saves depends on what the first
+# compilation spent building; the expectation compares the two first calls.
 import shutil
 
 from torch._inductor.cpu_vec_isa import pick_vec_isa
@@ -549,6 +552,7 @@ if __name__ == "__main__":
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)  # the folder the child filled
     try:
         torch._dynamo.reset()
+        torch.set_float32_matmul_precision("highest")  # as the child did
         hits = torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]
         x = torch.randn(1 << 22 if device.type == "cuda" else 1 << 20, device=device)
         start = time.perf_counter()
