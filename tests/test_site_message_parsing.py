@@ -7,6 +7,7 @@ time) and showed none.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 
@@ -81,16 +82,45 @@ def parse(text: str):
 def pooled(monkeypatch):
     from docutils.parsers.rst import states
 
-    machine = states.RSTStateMachine
-    saved = {name: machine.__dict__.get(name) for name in ("__new__", "__init__", "run")}
     monkeypatch.setattr(message_parsing, "_POOL", {})
+    with pool_installed():
+        yield states.RSTStateMachine
+
+
+@contextlib.contextmanager
+def pool_installed():
+    """The pool installed for a test, then docutils' own behaviour back for the next ones.
+
+    ``__new__`` is never deleted again: CPython's type slots do not return to
+    ``object.__new__`` after ``del cls.__new__``, and every later construction with
+    arguments fails ("object.__new__() takes exactly one argument"). The pooled ``__new__``
+    stays; with docutils' own ``__init__`` and ``run`` back, no machine enters the pool,
+    so it makes a new one each time, as docutils does.
+    """
+    from docutils.parsers.rst import states
+
+    machine = states.RSTStateMachine
+    saved = {name: machine.__dict__.get(name) for name in ("__init__", "run")}
     message_parsing.install_state_machine_pool()
-    yield machine
-    for name, value in saved.items():
-        if value is None:
-            delattr(machine, name)
-        else:
-            setattr(machine, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:  # inherited: deleting brings it back (unlike __new__)
+                delattr(machine, name)
+            else:
+                setattr(machine, name, value)
+
+
+def test_docutils_makes_state_machines_with_arguments_after_a_pooled_test():
+    from docutils.parsers.rst import states
+
+    with pool_installed():
+        parse(SAMPLES[0])
+    message_parsing._POOL.clear()
+    machine = states.RSTStateMachine(state_classes=states.state_classes, initial_state="Body")
+    assert machine.initial_state == "Body"
+    assert parse(SAMPLES[0])
 
 
 def test_a_parser_takes_a_state_machine_that_a_finished_parse_left(pooled, monkeypatch):

@@ -530,10 +530,11 @@ if __name__ == "__main__":
 # the same check, it points Inductor at the folder for one compilation and counts the
 # FX graph cache's hits. The cache's key includes global settings: both processes set
 # the float32 matmul precision to ``"highest"``, the default, since one that set it
-# (as this site's build does for every page) and one that did not would miss. (A docs
-# build that runs many pages in one process has Inductor's modules loaded already,
-# which makes that call cheaper.) How much the folder saves depends on what the first
-# compilation spent building; the expectation compares the two first calls.
+# (as this site's build does for every page) and one that did not can differ in the
+# key and miss. (A docs build that runs many pages in one process has Inductor's
+# modules loaded already, which makes that call cheaper.) How much the folder saves
+# depends on what the first compilation spent building; the expectation compares the
+# two first calls.
 import shutil
 
 from torch._inductor.cpu_vec_isa import pick_vec_isa
