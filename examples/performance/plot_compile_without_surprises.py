@@ -16,8 +16,9 @@ torch.compile without surprises
    :needs: A CPU is enough. Up to "Compile one block", Dynamo runs alone and compiles
            nothing. The last two sections compile with Inductor on the page's device, in a
            new Python process and then in the page's own: that needs a C++ compiler on a
-           CPU, Triton on a CUDA GPU. Both use a new temporary cache folder, deleted at
-           the end.
+           CPU, Triton on a CUDA GPU. Both compile into a new temporary cache folder,
+           deleted at the end; on a CPU, Inductor's check of the vector instructions
+           first leaves a few small builds in its usual cache folder.
 
 :func:`torch.compile` speeds code up most when it captures that code in a few large
 graphs and compiles them once. A print, a ``.item()`` or a new input shape can quietly
@@ -411,7 +412,9 @@ assert captured["whole, depth 6"] == [6 * per_block[0]], captured
 #
 # On a CPU, the process first runs Inductor's check of the vector instructions the
 # compiler can build (``pick_vec_isa``, private) against its usual folder: a few small
-# builds that a folder pays once, not each function, so they stay off the clock.
+# builds, made once per folder, each loaded by a short-lived Python process. The
+# process keeps the answer, so it pays for the check once, not per function, and the
+# check stays off the clock.
 import json
 import os
 import subprocess
@@ -549,7 +552,7 @@ def gelu(x):  # the child's GELU, the same eight operations
 if __name__ == "__main__":
     if device.type == "cpu":
         pick_vec_isa()  # the vector-instruction check, in this process's usual folder
-    usual = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # None: Inductor's default folder
+    usual = os.environ.get("TORCHINDUCTOR_CACHE_DIR")  # the check set it; else None: default
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)  # the folder the child filled
     try:
         torch._dynamo.reset()
