@@ -316,8 +316,9 @@ if __name__ == "__main__":
 # Without ``persistent_workers=True`` a loader starts its workers at every epoch. Under
 # ``fork`` a worker is a copy of the main process; under ``spawn`` it starts a new
 # interpreter that imports torch and unpickles the dataset, which takes longer; under
-# ``forkserver`` it is forked from a server process in which this page imported torch
-# once, and unpickles the dataset. The sweep above timed the first batch of its loader with two workers, start
+# ``forkserver`` it is forked from a server process that imported torch once (the
+# first cell asks it to, with ``set_forkserver_preload``), and unpickles the dataset.
+# The sweep above timed the first batch of its loader with two workers, start
 # included, once, under the start method this run uses (a start costs the same whether
 # the workers then persist or not); the cell compares it with one step of the epoch
 # without workers, which reads, decodes and trains on one batch.
