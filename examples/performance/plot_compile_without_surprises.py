@@ -10,7 +10,7 @@ torch.compile without surprises
            - See the recompile limit at work, catch late recompiles with
              ``torch.compiler.set_stance``, and compile one block instead of a whole model.
            - Measure a first compilation, the calls that repay it, and what the on-disk
-             cache saves a new process.
+             cache saves another process.
    :read-first: :doc:`/auto_examples/compilation/plot_torchscript_to_compile` for a first
                 use of ``torch.compile`` and ``torch._dynamo.explain``.
    :needs: A CPU is enough. Up to "Compile one block", Dynamo runs alone and compiles
