@@ -17,8 +17,8 @@ torch.compile without surprises
            nothing. The last two sections compile with Inductor on the page's device, in a
            new Python process and then in the page's own: that needs a C++ compiler on a
            CPU, Triton on a CUDA GPU. Both compile into a new temporary cache folder,
-           deleted at the end; on a CPU, Inductor's check of the vector instructions
-           first leaves a few small builds in its usual cache folder.
+           deleted at the end (on a CPU, a few small checks stay in Inductor's usual
+           folder).
 
 :func:`torch.compile` speeds code up most when it captures that code in a few large
 graphs and compiles them once. A print, a ``.item()`` or a new input shape can quietly
@@ -411,10 +411,9 @@ assert captured["whole, depth 6"] == [6 * per_block[0]], captured
 # Inductor can fuse into one pass.
 #
 # On a CPU, the process first runs Inductor's check of the vector instructions the
-# compiler can build (``pick_vec_isa``, private) against its usual folder: a few small
-# builds, made once per folder, each loaded by a short-lived Python process. The
-# process keeps the answer, so it pays for the check once, not per function, and the
-# check stays off the clock.
+# compiler can build (``pick_vec_isa``, private) in its usual folder: a few small
+# builds, kept there, each loaded by a short-lived Python process. A process pays for
+# the check once, not per function, so it stays off the clock.
 import json
 import os
 import subprocess
@@ -465,10 +464,9 @@ def run_child(cache_dir):
 
 
 # %%
-# The new process runs its own script, not this page, so nothing here is imported
-# twice; the launch still sits under the ``__main__`` guard, as on the site's other pages
-# that start processes (:doc:`/explanations/workers`). Read the first call against the later
-# ones: the difference is what compiling cost.
+# The new process runs its own script, not this page; the launch still sits under the
+# ``__main__`` guard, as on the site's other pages that start processes
+# (:doc:`/explanations/workers`). The first call minus a later one is what compiling cost.
 if __name__ == "__main__":
     workdir = Path(tempfile.mkdtemp(prefix="compile-cache-"))
     cache_dir = workdir / "inductor-cache"  # empty: nothing compiled before
@@ -530,14 +528,12 @@ if __name__ == "__main__":
 # loads elsewhere.
 #
 # Here the second process is this page's own, which has not compiled the GELU: after
-# the same check, it points Inductor at the folder for one compilation and counts the
-# FX graph cache's hits. The cache's key includes global settings: both processes set
-# the float32 matmul precision to ``"highest"``, the default, since one that set it
-# (as this site's build does for every page) and one that did not can differ in the
-# key and miss. (A docs build that runs many pages in one process has Inductor's
-# modules loaded already, which makes that call cheaper.) How much the folder saves
-# depends on what the first compilation spent building; the expectation compares the
-# two first calls.
+# the same check, it compiles once against the folder and counts the FX graph cache's
+# hits. The cache's key includes global settings: both processes set the float32
+# matmul precision to ``"highest"``, the default, since one that set it (as this site's
+# build does) and one that did not can differ in the key and miss. (In a docs build that runs many pages in one process, Inductor is
+# loaded already and that call is cheaper.) How much the folder saves depends on what
+# the first compilation spent building; the expectation compares the two first calls.
 import shutil
 
 from torch._inductor.cpu_vec_isa import pick_vec_isa
