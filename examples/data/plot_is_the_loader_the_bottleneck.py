@@ -317,11 +317,11 @@ if __name__ == "__main__":
 # ``fork`` a worker is a copy of the main process; under ``spawn`` it starts a new
 # interpreter that imports torch and unpickles the dataset, which takes longer; under
 # ``forkserver`` it is forked from a server process that imported torch once (the
-# first cell asks it to, with ``set_forkserver_preload``), and unpickles the dataset.
-# The sweep above timed the first batch of its loader with two workers, start
-# included, once, under the start method this run uses (a start costs the same whether
-# the workers then persist or not); the cell compares it with one step of the epoch
-# without workers, which reads, decodes and trains on one batch.
+# first cell's ``set_forkserver_preload``), and unpickles the dataset. The sweep above
+# timed the first batch of its loader with two workers, start included, once, under the
+# start method this run uses (a start costs the same whether the workers then persist
+# or not); the cell compares it with one step of the epoch without workers, which
+# reads, decodes and trains on one batch.
 if __name__ == "__main__":
     method = START or torch.multiprocessing.get_start_method()
     batch_s = by_name["decode, num_workers=0"].median_s / len(in_memory)
