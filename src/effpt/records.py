@@ -433,39 +433,36 @@ def _checked_record(data: object) -> Record:
 
 def _checked_calls(calls: object, repeats: int) -> tuple[int, ...]:
     """The calls each repeat of a record ran: counts of at least 1, one per repeat (or none)."""
-    if not isinstance(calls, list):
-        msg = f"field 'calls' is {type(calls).__name__}, not a list of counts"
-        raise TypeError(msg)
-    if calls and len(calls) != repeats:
-        msg = f"field 'calls' holds {len(calls)} values for repeats={repeats}"
-        raise ValueError(msg)
-    for value in calls:
-        if isinstance(value, bool) or not isinstance(value, int):
-            msg = f"field 'calls' holds {value!r}, not a count"
-            raise TypeError(msg)
-        if value < 1:
-            msg = f"field 'calls' holds {value!r}, not a count of at least 1"
-            raise ValueError(msg)
-    return tuple(calls)
+    return _checked_per_repeat("calls", calls, repeats, count=True)
 
 
 def _checked_repeats(per_call: object, repeats: int) -> tuple[float, ...]:
     """The per-call seconds of a record's repeats: positive numbers, one per repeat (or none)."""
-    if not isinstance(per_call, list):
-        msg = f"field 'per_call_s' is {type(per_call).__name__}, not a list of seconds"
+    return _checked_per_repeat("per_call_s", per_call, repeats, count=False)
+
+
+def _checked_per_repeat(field: str, values: object, repeats: int, *, count: bool) -> tuple:
+    """One value per repeat, or none: counts of at least 1, or positive finite seconds."""
+    if not isinstance(values, list):
+        msg = f"field {field!r} is {type(values).__name__}, not a list of " + (
+            "counts" if count else "seconds"
+        )
         raise TypeError(msg)
-    if per_call and len(per_call) != repeats:
-        msg = f"field 'per_call_s' holds {len(per_call)} values for repeats={repeats}"
+    if values and len(values) != repeats:
+        msg = f"field {field!r} holds {len(values)} values for repeats={repeats}"
         raise ValueError(msg)
+    kinds = (int,) if count else (int, float)
     out = []
-    for value in per_call:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            msg = f"field 'per_call_s' holds {value!r}, not a number"
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            msg = f"field {field!r} holds {value!r}, not a " + ("count" if count else "number")
             raise TypeError(msg)
-        if not (math.isfinite(finite_float("per_call_s", value)) and value > 0):
-            msg = f"field 'per_call_s' holds {value!r}, not a positive number"
+        valid = value >= 1 if count else math.isfinite(finite_float(field, value)) and value > 0
+        if not valid:
+            what = "count of at least 1" if count else "positive number"
+            msg = f"field {field!r} holds {value!r}, not a {what}"
             raise ValueError(msg)
-        out.append(float(value))
+        out.append(value if count else float(value))
     return tuple(out)
 
 

@@ -25,10 +25,11 @@ import json
 import os
 import pickle
 import sys
-import time
 from pathlib import Path
 
 from sphinx.util import logging
+
+from effpt_site.kept import prune_unused
 
 logger = logging.getLogger(__name__)
 
@@ -118,20 +119,10 @@ def _install(app, config) -> None:
     _doctree_links._tokenize_and_link = cached(tokenize, folder)
 
 
-#: A kept cell that no build read for this long is removed (its cell was edited, its
-#: page removed or renamed).
-UNUSED_DAYS = 30
-
-
 def _prune(app, exception) -> None:
-    """build-finished: remove the kept cells no build has read for :data:`UNUSED_DAYS` days."""
-    folder = Path(app.srcdir) / app.config.effpt_code_links_dir
-    if exception is not None or not folder.is_dir():
-        return
-    oldest = time.time() - UNUSED_DAYS * 24 * 3600
-    for path in folder.glob("*.pickle"):
-        if path.stat().st_mtime < oldest:
-            path.unlink()
+    """build-finished: remove the kept cells no build has read for a month."""
+    if exception is None:
+        prune_unused(Path(app.srcdir) / app.config.effpt_code_links_dir, "*.pickle")
 
 
 def setup(app) -> None:

@@ -24,10 +24,11 @@ import html
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 
 from docutils import nodes
+
+from effpt_site.kept import prune_unused
 
 #: The widest a figure is shown: the theme's article column, in CSS pixels.
 ARTICLE_PX = 880
@@ -236,19 +237,10 @@ def _skip(self, node) -> None:  # noqa: ARG001
     raise nodes.SkipNode
 
 
-#: A kept resized file that no build used for this long is removed (its picture changed).
-UNUSED_DAYS = 30
-
-
 def _prune_resized(app, exception) -> None:
-    """build-finished: remove the kept files no build has used for :data:`UNUSED_DAYS` days."""
-    folder = Path(app.srcdir) / app.config.effpt_resized_dir
-    if exception is not None or not folder.is_dir():
-        return
-    oldest = time.time() - UNUSED_DAYS * 24 * 3600
-    for path in folder.iterdir():
-        if path.stat().st_mtime < oldest:
-            path.unlink()
+    """build-finished: remove the kept thumbnails no build has used for a month."""
+    if exception is None:
+        prune_unused(Path(app.srcdir) / app.config.effpt_resized_dir)
 
 
 def setup(app) -> None:

@@ -1,0 +1,39 @@
+"""docs/_ext/effpt_site/kept.py: files one build keeps for the next, removed once unused."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from effpt_site import code_links, images, kept
+
+
+def age(path, days: float) -> None:
+    then = time.time() - days * 24 * 3600
+    os.utime(path, (then, then))
+
+
+def test_only_files_unused_for_the_whole_period_are_removed(tmp_path):
+    old, recent, other = tmp_path / "a.pickle", tmp_path / "b.pickle", tmp_path / "c.png"
+    for path in (old, recent, other):
+        path.write_bytes(b"x")
+    age(old, kept.UNUSED_DAYS + 1)
+    age(recent, kept.UNUSED_DAYS - 1)
+    age(other, kept.UNUSED_DAYS + 1)
+    assert kept.prune_unused(tmp_path, "*.pickle") == [old]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.pickle", "c.png"]
+
+
+def test_a_folder_no_build_made_has_nothing_to_remove(tmp_path):
+    assert kept.prune_unused(tmp_path / "never made") == []
+
+
+def test_a_subfolder_is_never_removed(tmp_path):
+    (tmp_path / "sub").mkdir()
+    age(tmp_path / "sub", kept.UNUSED_DAYS + 1)
+    assert kept.prune_unused(tmp_path) == []
+
+
+def test_both_keepers_prune_through_it():
+    # One rule for every kept file: the code cells and the thumbnails do not drift apart.
+    assert code_links.prune_unused is images.prune_unused is kept.prune_unused
