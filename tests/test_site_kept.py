@@ -37,3 +37,29 @@ def test_a_subfolder_is_never_removed(tmp_path):
 def test_both_keepers_prune_through_it():
     # One rule for every kept file: the code cells and the thumbnails do not drift apart.
     assert code_links.prune_unused is images.prune_unused is kept.prune_unused
+
+
+def _write_many(path, fill: int, rounds: int) -> None:
+    for _ in range(rounds):
+        kept.store(path, bytes([fill]) * (1 << 20))
+
+
+def test_two_processes_storing_one_file_never_leave_half_of_each(tmp_path):
+    # The Chinese pass writes pages in two processes; both may keep the same thumbnail.
+    import multiprocessing as mp
+
+    path = tmp_path / "thumb.png"
+    context = mp.get_context("fork")
+    writers = [context.Process(target=_write_many, args=(path, f, 60)) for f in (1, 2)]
+    for w in writers:
+        w.start()
+    seen = set()
+    while any(w.is_alive() for w in writers):
+        if path.exists():
+            data = path.read_bytes()
+            seen.add((len(data), len(set(data))))
+    for w in writers:
+        w.join()
+        assert w.exitcode == 0
+    assert seen <= {(1 << 20, 1)}, seen  # always one writer's whole file
+    assert [p.name for p in tmp_path.iterdir()] == ["thumb.png"]

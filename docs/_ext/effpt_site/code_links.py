@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sphinx.util import logging
 
-from effpt_site.kept import prune_unused
+from effpt_site.kept import prune_unused, store
 
 logger = logging.getLogger(__name__)
 
@@ -93,10 +93,7 @@ def cached(tokenize, folder: Path):
             os.utime(path)  # used by this build (see _prune)
             return kept
         made = list(tokenize(code, lexer_name, code_obj, resolver))
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".tmp")
-        partial.write_bytes(pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
-        partial.replace(path)
+        store(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
         return made
 
     tokenize_and_link.effpt_wraps = tokenize

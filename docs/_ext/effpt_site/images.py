@@ -28,7 +28,7 @@ from pathlib import Path
 
 from docutils import nodes
 
-from effpt_site.kept import prune_unused
+from effpt_site.kept import prune_unused, store
 
 #: The widest a figure is shown: the theme's article column, in CSS pixels.
 ARTICLE_PX = 880
@@ -41,10 +41,13 @@ def _resized_key(source: bytes, width: int) -> str:
     module's code and Pillow's version."""
     import PIL  # noqa: PLC0415
 
-    digest = hashlib.sha256(f"{width} {PIL.__version__}\0".encode())
-    digest.update(Path(__file__).read_bytes())
+    digest = hashlib.sha256(f"{width} {PIL.__version__}\0{_CODE}\0".encode())
     digest.update(source)
     return digest.hexdigest()
+
+
+#: This module's code, hashed once (a thumbnail's key reads it for every resize).
+_CODE = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def resized(source: Path, target: Path, width: int, shared: Path | None = None) -> tuple[int, int]:
@@ -78,10 +81,7 @@ def resized(source: Path, target: Path, width: int, shared: Path | None = None) 
         small = image.resize((width, height), Image.Resampling.LANCZOS)
     small.save(target, optimize=True)
     if kept is not None:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        partial = kept.with_suffix(".tmp")
-        shutil.copyfile(target, partial)
-        partial.replace(kept)
+        store(kept, target.read_bytes())
     return small.size
 
 

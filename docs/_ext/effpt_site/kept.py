@@ -10,12 +10,32 @@ those no build has used for :data:`UNUSED_DAYS` days.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 #: A kept file no build has used for this long is removed (its inputs changed, or its
 #: page was removed or renamed).
 UNUSED_DAYS = 30
+
+
+def store(path: Path, data: bytes) -> None:
+    """Write ``data`` at ``path`` whole or not at all, also when processes race to write it.
+
+    Each writer uses a temporary name of its own (two readers of a parallel build may make
+    the same file at once) and renames it over ``path``: a reader never sees half a file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "sub" / "cell.pickle"
+    >>> store(path, b"nodes"); path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
+    (b'nodes', ['cell.pickle'])
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_bytes(data)
+    partial.replace(path)
 
 
 def prune_unused(folder: Path, pattern: str = "*", days: float = UNUSED_DAYS) -> list[Path]:
