@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
+import pickle
 import time
+
+import pytest
 
 from effpt_site import code_links, images, kept
 
@@ -63,3 +67,44 @@ def test_two_processes_storing_one_file_never_leave_half_of_each(tmp_path):
         assert w.exitcode == 0
     assert seen <= {(1 << 20, 1)}, seen  # always one writer's whole file
     assert [p.name for p in tmp_path.iterdir()] == ["thumb.png"]
+
+
+class _SeesTheCollector:
+    """Unpickles to a record of whether the cyclic collector ran while it was made."""
+
+    def __reduce__(self):
+        return (gc.isenabled, ())
+
+
+def test_a_kept_file_is_made_with_the_collector_paused_and_then_resumed(tmp_path):
+    path = tmp_path / "cell.pickle"
+    kept.store(path, pickle.dumps(_SeesTheCollector()))
+    assert kept.load(path) is False  # paused while the objects were made
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_paused_stays_paused(tmp_path):
+    path = tmp_path / "cell.pickle"
+    kept.store(path, pickle.dumps([1]))
+    gc.disable()
+    try:
+        assert kept.load(path) == [1]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_a_damaged_kept_file_raises_and_resumes_the_collector(tmp_path):
+    path = tmp_path / "cell.pickle"
+    path.write_bytes(pickle.dumps(list(range(100)))[:-7])
+    with pytest.raises((pickle.UnpicklingError, EOFError)):
+        kept.load(path)
+    assert gc.isenabled()
+
+
+def test_loading_marks_the_file_used(tmp_path):
+    path = tmp_path / "cell.pickle"
+    kept.store(path, pickle.dumps([1]))
+    age(path, 31)
+    kept.load(path)
+    assert kept.prune_unused(tmp_path, "*.pickle") == []

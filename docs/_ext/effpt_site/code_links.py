@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pickle
 import sys
 from pathlib import Path
 
 from sphinx.util import logging
 
-from effpt_site.kept import prune_unused, store
+from effpt_site.kept import load, prune_unused, store
 
 logger = logging.getLogger(__name__)
 
@@ -86,12 +85,9 @@ def cached(tokenize, folder: Path):
     def tokenize_and_link(code, lexer_name, code_obj, resolver):
         path = folder / f"{cell_key(code, lexer_name, code_obj, resolver)}.pickle"
         try:
-            kept = pickle.loads(path.read_bytes())
+            return load(path)
         except Exception:  # noqa: BLE001, S110  (none yet, or unreadable: made again)
             pass
-        else:
-            os.utime(path)  # used by this build (see _prune)
-            return kept
         made = list(tokenize(code, lexer_name, code_obj, resolver))
         store(path, pickle.dumps(made, protocol=pickle.HIGHEST_PROTOCOL))
         return made

@@ -10,7 +10,9 @@ those no build has used for :data:`UNUSED_DAYS` days.
 
 from __future__ import annotations
 
+import gc
 import os
+import pickle
 import time
 from pathlib import Path
 
@@ -36,6 +38,34 @@ def store(path: Path, data: bytes) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     partial.write_bytes(data)
     partial.replace(path)
+
+
+def load(path: Path):
+    """Unpickle the kept file at ``path`` and mark it used; raises as ``pickle.loads`` does.
+
+    The cyclic garbage collector is paused while the objects are made: a kept cell is
+    hundreds of docutils nodes, each a few containers, and a build holds millions of
+    objects that each collection the new ones trigger walks again. In a cold Chinese
+    pass the 548 cells took 4.5 s to load with it running and a tenth of that without;
+    nothing made here is garbage, so the pause frees nothing later.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "cell.pickle"
+    >>> store(path, pickle.dumps(["nodes"])); load(path), gc.isenabled()
+    (['nodes'], True)
+    """
+    data = path.read_bytes()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        kept = pickle.loads(data)
+    finally:
+        if was_enabled:
+            gc.enable()
+    os.utime(path)  # used by this build (see prune_unused)
+    return kept
 
 
 def prune_unused(folder: Path, pattern: str = "*", days: float = UNUSED_DAYS) -> list[Path]:
