@@ -46,6 +46,7 @@
   editions.
 * :mod:`effpt_site.message_parsing`: the translation transform's debug texts, rendered
   only when shown.
+* :mod:`effpt_site.collector`: the garbage collector, relaxed once the gallery has run.
 
 The package imports effpt (the reader-facing library); effpt never imports it.
 """
@@ -65,6 +66,7 @@ MODULES = (
     "cards",
     "catalogues",
     "code_links",
+    "collector",
     "compat",
     "coverage",
     "decorations",
