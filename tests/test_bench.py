@@ -355,6 +355,63 @@ def test_on_one_thread_refuses_what_it_cannot_call():
         bench.on_one_thread(3, "cpu")
 
 
+def _sleeps_by_threads(seconds_by_threads: dict[int, float], seen: list[int]):
+    """A step that takes the seconds its thread count is given, noting each count."""
+
+    def step():
+        seen.append(torch.get_num_threads())
+        time.sleep(seconds_by_threads[torch.get_num_threads()])
+
+    return step
+
+
+@pytest.mark.parametrize(
+    ("seconds", "chosen", "said"),
+    [({2: 0.03, 1: 0.001}, 1, "one thread faster"), ({2: 0.001, 1: 0.03}, 2, "2 threads faster")],
+)
+def test_faster_thread_count_keeps_the_count_that_ran_the_step_faster(
+    capsys, seconds, chosen, said
+):
+    seen: list[int] = []
+    with bench.num_threads(2):
+        assert bench.faster_thread_count(_sleeps_by_threads(seconds, seen), "cpu") == chosen
+        assert torch.get_num_threads() == 2  # left as it was
+    assert seen == [2, 2, 2, 1, 1, 1]  # a warm-up and two timed calls on each count
+    out = capsys.readouterr().out
+    assert out.startswith("probe: a call took ")
+    assert " on 2 threads, " in out
+    assert out.rstrip().endswith(said)
+
+
+def test_faster_thread_count_runs_nothing_on_one_thread_or_off_the_cpu(capsys):
+    seen: list[int] = []
+    with bench.num_threads(1):
+        assert bench.faster_thread_count(_sleeps_by_threads({1: 0.0}, seen), "cpu") == 1
+    assert bench.faster_thread_count(lambda: seen.append("ran"), "meta") == torch.get_num_threads()
+    assert seen == []
+    assert capsys.readouterr().out == ""
+
+
+def test_faster_thread_count_restores_the_threads_when_the_step_raises():
+    def fails():
+        if torch.get_num_threads() == 1:
+            raise RuntimeError("the step failed")
+
+    with bench.num_threads(2):
+        with pytest.raises(RuntimeError, match="the step failed"):
+            bench.faster_thread_count(fails, "cpu")
+        assert torch.get_num_threads() == 2
+
+
+@pytest.mark.parametrize(
+    ("step", "calls", "error", "said"),
+    [(3, 2, TypeError, "step must be callable, got int"), (print, 0, ValueError, "calls")],
+)
+def test_faster_thread_count_refuses_bad_arguments(step, calls, error, said):
+    with pytest.raises(error, match=said):
+        bench.faster_thread_count(step, "cpu", calls=calls)
+
+
 @pytest.mark.parametrize("call", ["time_callable", "compare"])
 def test_device_is_required(call):
     """A timing names the device it ran on: left out, or None, is an error naming device=."""

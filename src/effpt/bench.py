@@ -58,6 +58,7 @@ __all__ = [
     "VariantError",
     "compare",
     "copy_bandwidth",
+    "faster_thread_count",
     "format_seconds",
     "format_table",
     "matmul_throughput",
@@ -618,3 +619,60 @@ def on_one_thread(
         return None
     with num_threads(1):
         return run(), this_machine(dev)
+
+
+def faster_thread_count(
+    step: Callable[[], Any], device: torch.device | str | None = None, *, calls: int = 2
+) -> int:
+    """This CPU's intra-op thread count or one, whichever ran ``step`` faster.
+
+    A pool of threads waits for its slowest thread at every operation, so on cores busy
+    with other work it can lose to one thread (on a busy 2-core machine a small training
+    step took 2-4 times as long on two threads as on one). On a CPU with several
+    threads, ``step`` runs once to warm up and then ``calls`` times at this count and on
+    one; the fastest call of each decides, so that one preempted call does not. Prints
+    one line with both times and the choice. Elsewhere (a GPU, or one thread already) it
+    runs nothing, prints nothing and returns the current count. The count is left as it
+    was: run the work under ``num_threads(faster_thread_count(step))``. ``device``
+    defaults to :func:`~effpt.device.pick_device`.
+
+    Examples
+    --------
+    >>> with num_threads(2):
+    ...     faster_thread_count(lambda: sum(range(1000)), "cpu") in (1, 2)
+    probe: ... on 2 threads, ... on one; ... faster
+    True
+    >>> with num_threads(1):
+    ...     faster_thread_count(lambda: None, "cpu")
+    1
+    >>> faster_thread_count(lambda: None, "meta") == torch.get_num_threads()
+    True
+    """
+    if not callable(step):
+        msg = f"step must be callable, got {type(step).__name__}"
+        raise TypeError(msg)
+    check_int("calls", calls, 1)
+    dev = pick_device() if device is None else torch.device(device)
+    threads = torch.get_num_threads()
+    if dev.type != "cpu" or threads == 1:
+        return threads
+
+    def fastest() -> float:
+        step()  # warm-up: first calls allocate, and a new pool starts its threads
+        seconds = []
+        for _ in range(calls):
+            began = time.perf_counter()
+            step()
+            seconds.append(time.perf_counter() - began)
+        return min(seconds)
+
+    on_all = fastest()
+    with num_threads(1):
+        on_one = fastest()
+    chosen = 1 if on_one < on_all else threads
+    print(  # noqa: T201
+        f"probe: a call took {format_seconds(on_all)} on {threads} threads, "
+        f"{format_seconds(on_one)} on one; {'one thread' if chosen == 1 else f'{threads} threads'} "
+        "faster"
+    )
+    return chosen
