@@ -270,8 +270,10 @@ assert all(identical.values()), identical
 # ``(s - 1) / s`` of the blocks are recomputed. Predict first: on your machine, does
 # checkpointing every block make a step slower by less than half? That expectation
 # fails where the checkpoints' Python work or the recomputed products take
-# half a step or more.
-from effpt.bench import compare
+# half a step or more. On a CPU a probe first times a step at this machine's threads
+# and on one: cores busy with other work make a pool of threads wait for each other,
+# and the comparison runs on the faster count.
+from effpt.bench import compare, faster_thread_count
 from effpt.expect import expect
 from effpt.records import speedup
 
@@ -315,10 +317,13 @@ print(
 # sphinx_gallery_start_ignore
 assert runs == {"up": 2 * depth, "down": depth}, runs
 # sphinx_gallery_end_ignore
+machine_threads = torch.get_num_threads()
+torch.set_num_threads(faster_thread_count(steps["no checkpoints"], device))
 records = compare(
     f"training step of {depth} blocks, input {tuple(x.shape)}",
     {**steps, "forward pass alone": lambda: model(x)},
     device=device,
+    number=1,  # a step is long enough to time alone: no calls spent sizing blocks
     budget_s=0.3,  # per variant; eight of them
 )
 by_name = {r.variant: r for r in records}
@@ -337,8 +342,8 @@ _ = expect(
 # The recomputed kernels gain from the intra-op thread pool as the rest of the step
 # does; each checkpoint's Python work does not, so the ratio can differ between one
 # thread and many (:doc:`/explanations/timing` explains the pool and the load average
-# printed first). The two steps are therefore timed again on one thread, restored
-# afterwards.
+# printed first). Unless the probe chose one thread already, the two steps are
+# therefore timed again on one thread, and the thread count is then restored.
 import os
 
 if hasattr(os, "getloadavg"):
@@ -361,6 +366,7 @@ if one is not None:  # None: a GPU, or one thread already; it printed which
         above=1.0,
         device=one_thread,  # the machine as it ran: one thread
     )
+torch.set_num_threads(machine_threads)
 
 # %%
 # Peak memory
