@@ -18,7 +18,9 @@ stand-in that did not take effect fails. Pages that start processes run under a
 different start method on each stand-in, so fork, forkserver and spawn are all covered.
 
 The pages of the one-thread stand-ins run two at a time (one per core), unless
-``--serial``; the busy stand-in runs one page at a time.
+``--serial``; the busy stand-in runs one page at a time. The budget reads the seconds
+of that run: a one-thread stand-in stands for a one-core machine, where the worker
+processes a page starts share its one core, as two pages on two cores share them.
 
 Writes docs/_build/standins/report.json (each page's expectations, claim outcomes and
 source hash per stand-in: ``nox -s evidence`` makes a record of each) and prints, per page, each expectation's
