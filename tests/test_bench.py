@@ -376,7 +376,7 @@ def test_faster_thread_count_keeps_the_count_that_ran_the_step_faster(
     with bench.num_threads(2):
         assert bench.faster_thread_count(_sleeps_by_threads(seconds, seen), "cpu") == chosen
         assert torch.get_num_threads() == 2  # left as it was
-    assert seen == [2, 2, 2, 1, 1, 1]  # a warm-up and two timed calls on each count
+    assert seen == [2, 2, 2, 2, 1, 1, 1, 1]  # a warm-up and three timed calls on each count
     out = capsys.readouterr().out
     assert out.startswith("probe: a call took ")
     assert " on 2 threads, " in out
