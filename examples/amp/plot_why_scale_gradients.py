@@ -86,7 +86,7 @@ optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 # operations are small, and on a CPU whose cores are busy with other work a pool of
 # threads waits at each of them, so a probe first times a forward and backward pass
 # (no update) at this machine's threads and on one, and the page runs on the faster
-# count. The count changes how long the page takes, not what it shows.
+# count.
 from effpt.bench import faster_thread_count
 
 
