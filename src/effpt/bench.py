@@ -659,14 +659,14 @@ def faster_thread_count(
     if dev.type != "cpu" or threads == 1:
         return threads
 
+    def seconds_of_one_call() -> float:
+        began = time.perf_counter()
+        step()
+        return time.perf_counter() - began
+
     def median_call() -> float:
         step()  # warm-up: first calls allocate, and a new pool starts its threads
-        seconds = []
-        for _ in range(calls):
-            began = time.perf_counter()
-            step()
-            seconds.append(time.perf_counter() - began)
-        return statistics.median(seconds)
+        return statistics.median(seconds_of_one_call() for _ in range(calls))
 
     on_all = median_call()
     with num_threads(1):
