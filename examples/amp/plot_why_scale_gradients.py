@@ -84,9 +84,9 @@ optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 # %%
 # The loop is plain float32 training; only the last step keeps the gradients. Its
 # operations are small, and on a CPU whose cores are busy with other work a pool of
-# threads waits at each of them, so a probe first times a forward and backward pass
-# (no update) at this machine's threads and on one, and the page runs on the faster
-# count.
+# threads waits at each of them, so on a CPU a probe first times a forward and backward
+# pass (no update) at this machine's threads and on one, and the page runs on the
+# faster count.
 from effpt.bench import faster_thread_count
 
 

@@ -439,7 +439,8 @@ if __name__ == "__main__":
 # worker that raises its thread count and then runs a parallel operation can wait
 # forever (a run of this page while it was written did, on a Linux build of torch
 # 2.13). That is a second reason for the one-thread rule. Under ``spawn`` and
-# ``forkserver`` each worker starts a fresh process, and the cell measures.
+# ``forkserver`` each worker starts a fresh process, and the cell measures, unless the
+# two workers above took over ``START_BUDGET_S`` to start.
 #
 # Predict first: on this many cores, how much do two workers with ``cores`` threads
 # each lose against two with one thread each?

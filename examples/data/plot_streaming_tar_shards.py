@@ -368,6 +368,10 @@ if __name__ == "__main__":
             above=1.0,
             device=device,
         )
+    else:
+        print(
+            "persistent against fresh workers: not measured (the fresh loader was left out above)"
+        )
 
 # %%
 # The tar format saves the opening of one file per image, and the line above prints what
