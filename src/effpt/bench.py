@@ -627,12 +627,10 @@ def faster_thread_count(
     """This CPU's intra-op thread count or one, whichever ran ``step`` faster.
 
     A pool of threads waits for its slowest thread at every operation, so on cores busy
-    with other work it can lose to one thread by far (on a 2-core machine whose cores
-    each ran another process, a small training step took 2-4 times as long on two
-    threads as on one, and 200 steps of a small MLP 14-90 s against 0.7 s). On a CPU
-    with several threads, ``step`` runs once to warm up and then ``calls`` times at this
-    count and on one; the median call of each decides, so that neither one preempted
-    call nor one lucky call does. Prints
+    with other work it can lose to one thread by far, most of all on small operations.
+    On a CPU with several threads, ``step`` runs once to warm up and then ``calls`` times
+    at this count and on one; the median call of each decides, so that with three calls
+    or more (the default) neither one preempted call nor one lucky call does. Prints
     one line with both times and the choice. Elsewhere (a GPU, or one thread already) it
     runs nothing, prints nothing and returns the current count. The count is left as it
     was: run the work under ``num_threads(faster_thread_count(step))``. ``device``
