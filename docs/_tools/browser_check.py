@@ -21,11 +21,13 @@ from __future__ import annotations
 import json
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
 import glyphs
 from chromium import report_failures, serve, webdriver
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.support.ui import WebDriverWait
 
 PAGE_BUDGET_BYTES = 1_500_000
@@ -54,15 +56,37 @@ def network_problems(driver, base: str) -> tuple[list[str], int]:
     return problems, total
 
 
-# Pictures load lazily, as a reader scrolls near them: ask for every one now, so that
-# each is checked, then list those that did not decode.
-BROKEN_IMAGES_JS = """
+# Pictures load lazily, as a reader scrolls near them: ask for every one now, wait until
+# each has loaded or failed (:data:`IMAGES_WAIT_S` at most: on a loaded machine a fixed
+# pause was too short, and a picture still loading read as broken), then list those that
+# did not load or decode.
+EAGER_IMAGES_JS = """
 document.querySelectorAll('img[loading=lazy]').forEach(img => { img.loading = 'eager'; });
 window.scrollTo(0, document.body.scrollHeight);
+"""
+LOADING_IMAGES_JS = "return Array.from(document.images).filter(img => !img.complete).length;"
+BROKEN_IMAGES_JS = """
 return Array.from(document.images)
   .filter(img => !img.complete || img.naturalWidth === 0)
-  .map(img => img.currentSrc || img.src);
+  .map(img => [img.currentSrc || img.src, img.complete]);
 """
+IMAGES_WAIT_S = 20
+
+
+def broken_images(driver) -> list[str]:
+    """Every picture of the open page that did not load or decode, each with the reason."""
+    driver.execute_script(EAGER_IMAGES_JS)
+    with suppress(TimeoutException):  # those still loading are listed below
+        WebDriverWait(driver, IMAGES_WAIT_S, poll_frequency=0.1).until(
+            lambda d: d.execute_script(LOADING_IMAGES_JS) == 0
+        )
+    return [
+        f"image did not decode: {src}"
+        if complete
+        else f"image still loading after {IMAGES_WAIT_S} s: {src}"
+        for src, complete in driver.execute_script(BROKEN_IMAGES_JS)
+    ]
+
 
 AXE_JS = """
 const done = arguments[arguments.length - 1];
@@ -89,10 +113,7 @@ def check_page(
     problems = [
         f"console: {e['message']}" for e in driver.get_log("browser") if e["level"] == "SEVERE"
     ]
-    broken = driver.execute_script(BROKEN_IMAGES_JS)
-    time.sleep(0.3)
-    broken = driver.execute_script(BROKEN_IMAGES_JS)  # after lazy images had a chance
-    problems += [f"image did not decode: {src}" for src in broken]
+    problems += broken_images(driver)
     net, size = network_problems(driver, base)
     problems += net
     if size > PAGE_BUDGET_BYTES:
