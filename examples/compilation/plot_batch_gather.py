@@ -349,7 +349,7 @@ for batch in batch_sizes:
         # per variant, unless the spread settles sooner: more at the two batch sizes the
         # verdicts read (their ratios sit far from their thresholds), the least (five
         # blocks) in between
-        budget_s=0.3 if batch in (batch_sizes[0], batch_sizes[-1]) else 0.1,
+        budget_s=0.2 if batch in (batch_sizes[0], batch_sizes[-1]) else 0.1,
         show=batch == batch_sizes[-1],  # print the largest batch's table
     )
 
